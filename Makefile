@@ -1,0 +1,50 @@
+# The README's two commands. Both work on a fresh Debian machine: they install what is missing.
+#   make run    build (Release, build/) and run the main job on its embedded default
+#   make test   build and run the CPU test suite through ctest (labels: fast; slow and gpu are skipped)
+# Other targets: deps, build, sanitize (ASan+UBSan test suite in build-asan/), test-slow, clean.
+BUILD    ?= build
+ASAN     ?= build-asan
+JOBS     ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-dev libgmp-dev libfmt-dev \
+                   catch2 libcli11-dev nlohmann-json3-dev gnuplot-nox python3-numpy
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps configure build run test sanitize test-slow clean
+all: build
+
+deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing missing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "all Debian packages present"; fi
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/vla stability --out reports/fig4
+
+test: build
+	ctest --test-dir $(BUILD) -L fast --output-on-failure -j $(JOBS)
+
+test-slow: build
+	ctest --test-dir $(BUILD) -L slow --output-on-failure -j $(JOBS)
+
+sanitize: deps
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVLA_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(ASAN) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN) -L fast --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

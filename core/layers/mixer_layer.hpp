@@ -1,0 +1,185 @@
+#pragma once
+// A token mixer layer: the projections of eq. (2)/(3)/(9) around any memory rule, H heads of d_head.
+//
+//   q_t = W_q x_t + b_q,  k_t = W_k x_t + b_k,  v_t = W_v x_t + b_v      (H*d_head rows; head h is
+//                                                                        rows [h*d_head, (h+1)*d_head))
+//   u_t^h = W_u^h k_t^h + b_u^h     (VLA only; rank*d_head rows per head, W_u^h: rank*d_head x d_head)
+//   g_t^h = w_g^h . x_t + b_g^h     (DeltaNet only: the gate logit, beta = sigmoid(g))
+//   y_t = W_o [o_t^1; ...; o_t^H] + b_o                                  (d_model)
+//
+// Each head has its own state, reset at the start of every forward (every new sequence).
+// Shapes: a batch is B matrices of (T, d_model), one per sequence (row t = x_t).
+#include "core/rules/memory_rule.hpp"
+
+#include <fmt/format.h>
+
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace vla {
+
+// Weights of a mixer layer in one scalar type. Empty matrices/vectors mean "not used" (W_u for
+// rules without penalty) or "zero" (biases).
+template <class T> struct MixerWeights {
+  Mat<T> Wq, Wk, Wv;  // (H*d_head, d_model)
+  Mat<T> Wu;          // (H*rank*d_head, d_head): head h uses rows [h*rank*d_head, (h+1)*rank*d_head)
+  Mat<T> Wg;          // (H, d_model) gate weights
+  Mat<T> Wo;          // (d_model, H*d_head)
+  Vec<T> bq, bk, bv, bu, bg, bo;
+
+  template <class To> MixerWeights<To> cast() const {
+    auto m = [](const Mat<T>& x) { return cast_matrix<To>(x); };
+    auto v = [](const Vec<T>& x) { return cast_vector<To>(x); };
+    return {m(Wq), m(Wk), m(Wv), m(Wu), m(Wg), m(Wo), v(bq), v(bk), v(bv), v(bu), v(bg), v(bo)};
+  }
+};
+
+struct LayerShape {
+  int d_model = 0;
+  int d_head = 0;
+  int heads = 1;
+  int rank = 1;
+};
+
+// Random initialisation, deterministic for a seed: N(0, 1/fan_in) for every weight, zero biases.
+template <class T> MixerWeights<T> random_weights(const LayerShape& s, Needs needs, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  auto gauss = [&](int rows, int cols, int fan_in) {
+    std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(double(fan_in)));
+    Mat<double> m(rows, cols);
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i) m(i, j) = n(gen);
+    return cast_matrix<T>(m);
+  };
+  const int hd = s.heads * s.d_head;
+  MixerWeights<T> w;
+  w.Wq = gauss(hd, s.d_model, s.d_model);
+  w.Wk = gauss(hd, s.d_model, s.d_model);
+  w.Wv = gauss(hd, s.d_model, s.d_model);
+  if (needs.penalty) w.Wu = gauss(s.heads * s.rank * s.d_head, s.d_head, s.d_head);
+  if (needs.gate) w.Wg = gauss(s.heads, s.d_model, s.d_model);
+  w.Wo = gauss(s.d_model, hd, hd);
+  return w;
+}
+
+// Per-step statistics of a forward: stats[(t * B + b) * H + h].
+struct LayerTrace {
+  int T = 0, B = 0, H = 0;
+  std::vector<StepStats> stats;
+  const StepStats& at(int t, int b, int h) const { return stats[(std::size_t(t) * B + b) * H + h]; }
+};
+
+template <class Rule> class MixerLayer {
+ public:
+  using storage_t = typename Rule::storage_t;
+  using compute_t = typename Rule::compute_t;
+
+  MixerLayer(LayerShape shape, Rule rule, MixerWeights<storage_t> w)
+      : shape_(shape), rule_(std::move(rule)), w_(std::move(w)) {
+    validate();
+  }
+
+  const LayerShape& shape() const { return shape_; }
+  const Rule& rule() const { return rule_; }
+  const MixerWeights<storage_t>& weights() const { return w_; }
+
+  // Forward over a batch of sequences; X[b] is (T, d_model). Returns Y with the same shapes.
+  std::vector<Mat<storage_t>> forward(const std::vector<Mat<storage_t>>& X, LayerTrace* trace = nullptr) const {
+    using C = compute_t;
+    const int B = static_cast<int>(X.size());
+    if (B == 0) throw std::invalid_argument("input: the batch is empty");
+    const int T = static_cast<int>(X[0].rows());
+    for (int b = 0; b < B; ++b) {
+      if (X[b].rows() != T || X[b].cols() != shape_.d_model)
+        throw std::invalid_argument(fmt::format("input: sequence {} has shape ({}, {}), expected ({}, {}) = (T, d_model)",
+                                                b, X[b].rows(), X[b].cols(), T, shape_.d_model));
+      if (!all_finite(X[b])) throw std::invalid_argument(fmt::format("input: sequence {} contains a non-finite value", b));
+    }
+    const auto wc = w_.template cast<C>();  // weights in the compute type, once per forward
+    const int H = shape_.heads, dh = shape_.d_head, r = shape_.rank;
+    std::vector<typename Rule::State> states;
+    for (int h = 0; h < H; ++h) states.push_back(rule_.init(B, dh));
+    std::vector<Mat<storage_t>> Y(B, Mat<storage_t>(T, shape_.d_model));
+    if (trace) { trace->T = T; trace->B = B; trace->H = H; trace->stats.assign(std::size_t(T) * B * H, {}); }
+
+    HeadInputs<storage_t> in;
+    Mat<storage_t> out;
+    StepRecord<C> rec;
+    Mat<C> O(H * dh, B);  // concatenated head outputs for this token
+    for (int t = 0; t < T; ++t) {
+      Mat<C> Xt(shape_.d_model, B);
+      for (int b = 0; b < B; ++b) Xt.col(b) = cast_vector<C>(Vec<storage_t>(X[b].row(t).transpose()));
+      const Mat<C> Q = affine(wc.Wq, wc.bq, Xt), K = affine(wc.Wk, wc.bk, Xt), V = affine(wc.Wv, wc.bv, Xt);
+      Mat<C> G;
+      if (Rule::needs.gate) G = affine(wc.Wg, wc.bg, Xt);
+      for (int h = 0; h < H; ++h) {
+        in.q = cast_matrix<storage_t>(Mat<C>(Q.middleRows(h * dh, dh)));
+        in.k = cast_matrix<storage_t>(Mat<C>(K.middleRows(h * dh, dh)));
+        in.v = cast_matrix<storage_t>(Mat<C>(V.middleRows(h * dh, dh)));
+        if (Rule::needs.penalty) {
+          // u_raw = W_u^h k_raw^h with k_raw as stored (rounded), the same k the rule sees.
+          const Mat<C> Wu_h = wc.Wu.middleRows(h * r * dh, r * dh);
+          Mat<C> U = Wu_h * cast_matrix<C>(in.k);
+          if (wc.bu.size()) U.colwise() += wc.bu.segment(h * r * dh, r * dh);
+          in.u = cast_matrix<storage_t>(U);
+        }
+        if (Rule::needs.gate) in.gate = cast_vector<storage_t>(Vec<C>(G.row(h).transpose()));
+        rule_.step(states[h], in, out, trace ? &rec : nullptr);
+        O.middleRows(h * dh, dh) = cast_matrix<C>(out);
+        if (trace)
+          for (int b = 0; b < B; ++b) trace->stats[(std::size_t(t) * B + b) * H + h] = rec.stats[b];
+      }
+      const Mat<C> Yt = affine(wc.Wo, wc.bo, O);
+      for (int b = 0; b < B; ++b) Y[b].row(t) = cast_vector<storage_t>(Vec<C>(Yt.col(b))).transpose();
+    }
+    return Y;
+  }
+
+ private:
+  static Mat<compute_t> affine(const Mat<compute_t>& W, const Vec<compute_t>& bias, const Mat<compute_t>& X) {
+    Mat<compute_t> Y = W * X;
+    if (bias.size()) Y.colwise() += bias;
+    return Y;
+  }
+
+  void validate() const {
+    const auto& s = shape_;
+    if (s.d_model < 1 || s.d_head < 1 || s.heads < 1 || s.rank < 1)
+      throw std::invalid_argument(fmt::format("layer shape: d_model, d_head, heads and rank must be >= 1 (got {}, {}, {}, {})",
+                                              s.d_model, s.d_head, s.heads, s.rank));
+    const int hd = s.heads * s.d_head;
+    auto need = [](const char* name, const auto& m, long rows, long cols) {
+      if (m.rows() != rows || m.cols() != cols)
+        throw std::invalid_argument(fmt::format("{}: shape ({}, {}), expected ({}, {})", name, m.rows(), m.cols(), rows, cols));
+      if (!all_finite(m)) throw std::invalid_argument(fmt::format("{}: contains a non-finite value", name));
+    };
+    auto need_bias = [](const char* name, const auto& v, long n) {
+      if (v.size() != 0 && v.size() != n)
+        throw std::invalid_argument(fmt::format("{}: length {}, expected {} (or absent)", name, v.size(), n));
+      if (v.size() && !all_finite(v)) throw std::invalid_argument(fmt::format("{}: contains a non-finite value", name));
+    };
+    need("Wq", w_.Wq, hd, s.d_model);
+    need("Wk", w_.Wk, hd, s.d_model);
+    need("Wv", w_.Wv, hd, s.d_model);
+    need("Wo", w_.Wo, s.d_model, hd);
+    need_bias("bq", w_.bq, hd);
+    need_bias("bk", w_.bk, hd);
+    need_bias("bv", w_.bv, hd);
+    need_bias("bo", w_.bo, s.d_model);
+    if (Rule::needs.penalty) {
+      need("Wu", w_.Wu, s.heads * s.rank * s.d_head, s.d_head);
+      need_bias("bu", w_.bu, s.heads * s.rank * s.d_head);
+    }
+    if (Rule::needs.gate) {
+      need("Wg", w_.Wg, s.heads, s.d_model);
+      need_bias("bg", w_.bg, s.heads);
+    }
+  }
+
+  LayerShape shape_;
+  Rule rule_;
+  MixerWeights<storage_t> w_;
+};
+
+}  // namespace vla

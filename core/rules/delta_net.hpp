@@ -1,0 +1,76 @@
+#pragma once
+// DeltaNet as the paper writes it (eq. 4):
+//   S_t = beta_t S_{t-1} + (v_t - S_{t-1} k_hat_t) k_hat_t^T,   beta_t = sigmoid(w_beta^T x_t + b_beta)
+// with k_hat_t = phi(k_t) / ||phi(k_t)|| (unit keys, as DeltaNet requires for a stable delta rule) and
+// the read of eq. (11), so that DeltaNet and VLA differ only in how they write. beta_t is produced by
+// the layer's gate projection (one scalar per head and token, a learned linear function of x_t);
+// gated = false fixes beta_t = 1 (the "residual correction alone" of Sec. 7.3).
+#include "core/memory_matrix_manager.hpp"
+#include "core/rules/memory_rule.hpp"
+
+namespace vla {
+
+struct DeltaNetOptions {
+  double eps = 1e-4;
+  bool gated = true;
+  typename MemoryMatrixManager<Precision<double>>::Options memory;
+  void validate() const {
+    if (!(eps > 0.0) || !std::isfinite(eps))
+      throw std::invalid_argument(fmt::format("eps: must be a finite number > 0, got {}", eps));
+    memory.validate();
+  }
+};
+
+template <class P> class DeltaNetRule {
+ public:
+  using storage_t = typename P::storage_t;
+  using compute_t = typename P::compute_t;
+  using Options = DeltaNetOptions;
+  static constexpr std::string_view name = "deltanet";
+  static constexpr Needs needs{.penalty = false, .gate = true};
+
+  struct State {
+    MemoryMatrixManager<P> memory;   // S: (B, d, d)
+    std::vector<Vec<storage_t>> z;   // (B, d)
+  };
+
+  DeltaNetRule() = default;
+  explicit DeltaNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+
+  State init(int batch, int d) const {
+    typename MemoryMatrixManager<P>::Options mem{opt_.memory.renormalise, opt_.memory.renorm_threshold};
+    return State{MemoryMatrixManager<P>(batch, d, d, mem), std::vector<Vec<storage_t>>(batch, Vec<storage_t>::Zero(d))};
+  }
+
+  void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
+    using C = compute_t;
+    const int B = static_cast<int>(in.k.cols());
+    const int d = static_cast<int>(in.k.rows());
+    const C eps = scalar_cast<C>(opt_.eps);
+    out.resize(d, B);
+    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
+    for (int b = 0; b < B; ++b) {
+      const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
+      const Vec<C> k_hat = unit(k_feat);
+      const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(b))) : C(1);
+      const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);
+      st.z[b] = cast_vector<storage_t>(Vec<C>(cast_vector<C>(st.z[b]) + k_feat));
+      const Vec<C> q_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.q.col(b))));
+      out.col(b) = cast_vector<storage_t>(
+          normalised_read(cast_matrix<C>(st.memory.S(b)), q_feat, cast_vector<C>(st.z[b]), eps));
+      if (rec) {
+        StepStats s;
+        s.S_fro = st.memory.frobenius_norm(b);
+        s.e_norm = wr.e_norm;
+        s.renormalised = wr.renormalised;
+        rec->stats[b] = s;
+        rec->writes[b] = WriteRecord<C>{k_hat, k_hat, beta};
+      }
+    }
+  }
+
+ private:
+  Options opt_;
+};
+
+}  // namespace vla

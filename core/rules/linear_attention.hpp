@@ -1,0 +1,74 @@
+#pragma once
+// Linear attention with the ELU+1 feature map (Katharopoulos et al.; paper eq. 3):
+//   S_t = S_{t-1} + v_t phi(k_t)^T,   z_t = z_{t-1} + phi(k_t),   o_t = S_t phi(q_t) / max(phi(q_t)^T z_t, eps)
+// S is stored as (d_v, d_k) so that S k reads a value, the orientation of every rule here (the paper
+// writes eq. 3 transposed). The eps floor is eq. (11)'s, shared by every rule of the family.
+// normalise_key writes v_t k_hat_t^T instead (the "normalised linear attention" of Remark 1).
+#include "core/memory_matrix_manager.hpp"
+#include "core/rules/memory_rule.hpp"
+
+namespace vla {
+
+struct LinearAttentionOptions {
+  double eps = 1e-4;
+  bool normalise_key = false;
+  typename MemoryMatrixManager<Precision<double>>::Options memory;
+  void validate() const {
+    if (!(eps > 0.0) || !std::isfinite(eps))
+      throw std::invalid_argument(fmt::format("eps: must be a finite number > 0, got {}", eps));
+    memory.validate();
+  }
+};
+
+template <class P> class LinearAttentionRule {
+ public:
+  using storage_t = typename P::storage_t;
+  using compute_t = typename P::compute_t;
+  using Options = LinearAttentionOptions;
+  static constexpr std::string_view name = "linear";
+  static constexpr Needs needs{};
+
+  struct State {
+    MemoryMatrixManager<P> memory;   // S: (B, d, d)
+    std::vector<Vec<storage_t>> z;   // (B, d)
+  };
+
+  LinearAttentionRule() = default;
+  explicit LinearAttentionRule(Options opt) : opt_(opt) { opt_.validate(); }
+
+  State init(int batch, int d) const {
+    typename MemoryMatrixManager<P>::Options mem{opt_.memory.renormalise, opt_.memory.renorm_threshold};
+    return State{MemoryMatrixManager<P>(batch, d, d, mem), std::vector<Vec<storage_t>>(batch, Vec<storage_t>::Zero(d))};
+  }
+
+  void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
+    using C = compute_t;
+    const int B = static_cast<int>(in.k.cols());
+    const int d = static_cast<int>(in.k.rows());
+    const C eps = scalar_cast<C>(opt_.eps);
+    out.resize(d, B);
+    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
+    for (int b = 0; b < B; ++b) {
+      const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
+      const Vec<C> w = opt_.normalise_key ? unit(k_feat) : k_feat;
+      const auto wr = st.memory.additive_write(b, w, cast_vector<C>(Vec<storage_t>(in.v.col(b))));
+      st.z[b] = cast_vector<storage_t>(Vec<C>(cast_vector<C>(st.z[b]) + k_feat));
+      const Vec<C> q_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.q.col(b))));
+      out.col(b) = cast_vector<storage_t>(
+          normalised_read(cast_matrix<C>(st.memory.S(b)), q_feat, cast_vector<C>(st.z[b]), eps));
+      if (rec) {
+        StepStats s;
+        s.S_fro = st.memory.frobenius_norm(b);
+        s.e_norm = wr.e_norm;  // additive: the "residual" is v_t itself
+        s.renormalised = wr.renormalised;
+        rec->stats[b] = s;
+        rec->writes[b] = WriteRecord<C>{w, Vec<C>(), C(1)};  // no residual read: dS_t/dS_{t-1} = I
+      }
+    }
+  }
+
+ private:
+  Options opt_;
+};
+
+}  // namespace vla

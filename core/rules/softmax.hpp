@@ -1,0 +1,60 @@
+#pragma once
+// Causal softmax attention (paper eq. 2), the reference mixer:
+//   o_t = sum_{s<=t} softmax_s(q_t^T k_s / sqrt(d_h)) v_s
+// Its "state" is the KV cache, which grows with t; it has no fixed-size memory, so no S, A or
+// Jacobian statistics. The softmax subtracts the running maximum before exponentiating.
+#include "core/rules/memory_rule.hpp"
+
+namespace vla {
+
+struct SoftmaxOptions {
+  void validate() const {}
+};
+
+template <class P> class SoftmaxRule {
+ public:
+  using storage_t = typename P::storage_t;
+  using compute_t = typename P::compute_t;
+  using Options = SoftmaxOptions;
+  static constexpr std::string_view name = "softmax";
+  static constexpr Needs needs{};
+
+  struct State {
+    std::vector<std::vector<Vec<storage_t>>> K, V;  // (B, t, d)
+  };
+
+  SoftmaxRule() = default;
+  explicit SoftmaxRule(Options) {}
+
+  State init(int batch, int) const { return State{std::vector<std::vector<Vec<storage_t>>>(batch), std::vector<std::vector<Vec<storage_t>>>(batch)}; }
+
+  void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
+    using C = compute_t;
+    using std::exp;
+    using std::sqrt;
+    const int B = static_cast<int>(in.k.cols());
+    const int d = static_cast<int>(in.k.rows());
+    const C inv_sqrt_d = C(1) / C(sqrt(C(d)));
+    out.resize(d, B);
+    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
+    for (int b = 0; b < B; ++b) {
+      st.K[b].push_back(in.k.col(b));
+      st.V[b].push_back(in.v.col(b));
+      const Vec<C> q = cast_vector<C>(Vec<storage_t>(in.q.col(b)));
+      const int n = static_cast<int>(st.K[b].size());
+      Vec<C> logits(n);
+      for (int s = 0; s < n; ++s) logits(s) = q.dot(cast_vector<C>(st.K[b][s])) * inv_sqrt_d;
+      const C m = logits.maxCoeff();
+      C sum = C(0);
+      Vec<C> o = Vec<C>::Zero(d);
+      for (int s = 0; s < n; ++s) {
+        const C p = exp(C(logits(s) - m));
+        sum += p;
+        o += p * cast_vector<C>(st.V[b][s]);
+      }
+      out.col(b) = cast_vector<storage_t>(Vec<C>(o / sum));
+    }
+  }
+};
+
+}  // namespace vla
