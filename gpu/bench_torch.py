@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Peers of `vla bench attention` on the same shapes, on the device (PyTorch is installed there):
+torch scaled_dot_product_attention (bf16 and fp32, causal) and a PyTorch loop of the VLA paper's
+Algorithm 1 (fp32, vectorised over batch and heads, one Python iteration per token: the paper's
+"VLA-Python"). Reads the CSV that `vla bench attention --csv` wrote and prints one table with ratios.
+Times are CUDA-event medians after warm-up; inputs random normal (never zeros).
+
+usage: python3 gpu/bench_torch.py --csv bench.csv [--loop-max-T 4096] [--reps 5]
+"""
+import argparse
+import csv
+import math
+
+import torch
+
+
+def time_ms(fn, reps, warmup=2):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def sdpa_ms(B, H, T, D, dtype, reps):
+    q, k, v = (torch.randn(B, H, T, D, device="cuda", dtype=dtype) for _ in range(3))
+    return time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), reps)
+
+
+def vla_loop(q, k, v, u_raw, lam0=0.1, eps=1e-4, period=20, eta=1e-3):
+    """Algorithm 1 over (B, H, T, D) fp32 tensors; returns o (B, H, T, D)."""
+    B, H, T, D = q.shape
+    phi = lambda x: torch.nn.functional.elu(x) + 1.0
+    A = torch.eye(D, device=q.device).expand(B, H, D, D).clone() / lam0
+    S = torch.zeros(B, H, D, D, device=q.device)
+    z = torch.zeros(B, H, D, device=q.device)
+    out = torch.empty_like(q)
+    eye = torch.eye(D, device=q.device)
+    for t in range(T):
+        kf = phi(k[:, :, t])
+        k_hat = kf / kf.norm(dim=-1, keepdim=True)
+        u = torch.nn.functional.normalize(u_raw[:, :, t], dim=-1) / math.sqrt(D)
+        zz = torch.einsum("bhij,bhj->bhi", A, u)
+        delta = (1.0 + (u * zz).sum(-1)).clamp_min(eps)
+        A = A - torch.einsum("bhi,bhj->bhij", zz, zz) / delta[..., None, None]
+        if (t + 1) % period == 0:
+            A = A + eta * eye
+        alpha = torch.nn.functional.normalize(torch.einsum("bhij,bhj->bhi", A, k_hat), dim=-1)
+        e = v[:, :, t] - torch.einsum("bhij,bhj->bhi", S, k_hat)
+        S = S + torch.einsum("bhi,bhj->bhij", e, alpha)
+        z = z + kf
+        qf = phi(q[:, :, t])
+        den = (qf * z).sum(-1).clamp_min(eps)
+        out[:, :, t] = torch.einsum("bhij,bhj->bhi", S, qf) / den[..., None]
+    return out
+
+
+def loop_ms(B, H, T, D):
+    q, k, v, u = (torch.randn(B, H, T, D, device="cuda") for _ in range(4))
+    vla_loop(q[:, :, :32], k[:, :, :32], v[:, :, :32], u[:, :, :32])  # warm-up (kernels, allocator)
+    return time_ms(lambda: vla_loop(q, k, v, u), reps=1, warmup=0)
+
+
+def crossover(Ts, ours, theirs):
+    """Smallest T where ours < theirs, log-log interpolated between measured points; None if never."""
+    for i in range(len(Ts)):
+        if ours[i] < theirs[i]:
+            if i == 0:
+                return f"<= {Ts[0]}"
+            r0, r1 = math.log(ours[i - 1] / theirs[i - 1]), math.log(ours[i] / theirs[i])
+            x = math.log(Ts[i - 1]) + (math.log(Ts[i]) - math.log(Ts[i - 1])) * r0 / (r0 - r1)
+            return f"~{math.exp(x):.0f}"
+    return f"> {Ts[-1]} (not reached)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--loop-max-T", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    rows = list(csv.DictReader(open(a.csv)))
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    hdr = ["T", "vla ms", "linear ms", "deltanet ms", "sdpa bf16 ms", "sdpa fp32 ms", "py loop ms",
+           "sdpa bf16/vla", "sdpa fp32/vla", "py loop/vla"]
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + " --- |" * len(hdr))
+    Ts, vla, bf, fp = [], [], [], []
+    for r in rows:
+        B, H, D, T = int(r["B"]), int(r["H"]), int(r["d"]), int(r["T"])
+        v = float(r["vla_ms"])
+        s16 = sdpa_ms(B, H, T, D, torch.bfloat16, a.reps)
+        s32 = sdpa_ms(B, H, T, D, torch.float32, a.reps if T <= 16384 else 2)
+        lp = loop_ms(B, H, T, D) if T <= a.loop_max_T else float("nan")
+        Ts.append(T); vla.append(v); bf.append(s16); fp.append(s32)
+        f = lambda x: "—" if math.isnan(x) else f"{x:.4g}"
+        print(f"| {T} | {f(v)} | {f(float(r['linear_ms']))} | {f(float(r['deltanet_ms']))} | {f(s16)} | {f(s32)} | {f(lp)} "
+              f"| {f(s16 / v)} | {f(s32 / v)} | {f(lp / v)} |", flush=True)
+    print(f"B={B} H={H} D={D}: fused VLA forward crosses below SDPA fp32 at T {crossover(Ts, vla, fp)}, "
+          f"below SDPA bf16 at T {crossover(Ts, vla, bf)}")
+
+
+if __name__ == "__main__":
+    main()

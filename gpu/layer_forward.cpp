@@ -1,0 +1,112 @@
+// vla::gpu::layer_forward (gpu/layer_forward.hpp): the single-head .npy layer contract on the GPU.
+// Projections by gpu/affine.cu, the recurrence by the fused kernel of gpu/recurrent_forward.cu, the
+// output projection by gpu/affine.cu again; everything fp32 on the device.
+#include "gpu/layer_forward.hpp"
+
+#include "gpu/affine.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/recurrent_forward.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace vla::gpu {
+namespace {
+
+// Row-major copy of an Eigen (column-major) matrix: rows x cols floats.
+std::vector<float> row_major(const Mat<float>& m) {
+  std::vector<float> h(std::size_t(m.rows()) * m.cols());
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    for (Eigen::Index c = 0; c < m.cols(); ++c) h[std::size_t(r) * m.cols() + c] = m(r, c);
+  return h;
+}
+std::vector<float> to_vector(const Vec<float>& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
+
+RecurrentKind kind_of(const MixerConfig& cfg) {
+  if (cfg.mixer == "vla") return RecurrentKind::Vla;
+  if (cfg.mixer == "linear") return RecurrentKind::Linear;
+  if (cfg.mixer == "deltanet") return RecurrentKind::DeltaNet;
+  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU kernel (allowed with --device cuda: vla, linear, deltanet)",
+                                          cfg.mixer));
+}
+
+}  // namespace
+
+Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
+                         const Mat<float>& X, std::vector<StepStats>* trace) {
+  const RecurrentKind kind = kind_of(cfg);
+  const int d = shape.d_head, dm = shape.d_model, T = static_cast<int>(X.rows());
+  if (d != 16 && d != 32 && d != 64 && d != 128)
+    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU kernel (allowed with --device cuda: 16, 32, 64, 128)", d));
+  if (shape.heads != 1) throw std::invalid_argument(fmt::format("--heads: the layer contract is single-head (got {})", shape.heads));
+  if (shape.rank != 1 || cfg.penalty.rank != 1)
+    throw std::invalid_argument("--rank: the GPU kernel implements rank 1 (Algorithm 1) only");
+  if (cfg.penalty.policy != DeltaPolicy::Clamp)
+    throw std::invalid_argument("--delta-policy: the GPU kernel implements Algorithm 1's clamp only (allowed: clamp)");
+  if (cfg.renormalise_S) throw std::invalid_argument("--renormalise: the GPU kernels have no S renormalisation (allowed: off)");
+  // The same weight-shape checks as the CPU path (throws naming the weight).
+  with_rule<Precision<float>>(cfg, [&](auto rule) { MixerLayer<decltype(rule)>(shape, rule, w); return 0; });
+  if (X.cols() != dm) throw std::invalid_argument(fmt::format("input: X has {} columns, expected d_model = {}", X.cols(), dm));
+  if (!all_finite(X)) throw std::invalid_argument("input: X contains a non-finite value");
+
+  auto dev = [](const Mat<float>& m) { return DeviceBuffer(row_major(m)); };
+  auto bias = [](const Vec<float>& v) { return DeviceBuffer(to_vector(v)); };
+  const DeviceBuffer dX = dev(X);  // (T, d_model)
+  DeviceBuffer dQ(std::size_t(T) * d), dK(std::size_t(T) * d), dV(std::size_t(T) * d);  // (T, d) = (1, 1, T, d)
+  DeviceBuffer dO(std::size_t(T) * d), dY(std::size_t(T) * dm);                         // (T, d), (T, d_model)
+  const DeviceBuffer Wq = dev(w.Wq), Wk = dev(w.Wk), Wv = dev(w.Wv), Wo = dev(w.Wo);
+  const DeviceBuffer bq = bias(w.bq), bk = bias(w.bk), bv = bias(w.bv), bo = bias(w.bo);
+  check(affine_rows(dX.get(), T, dm, Wq.get(), bq.get(), d, dQ.get()), "affine q");
+  check(affine_rows(dX.get(), T, dm, Wk.get(), bk.get(), d, dK.get()), "affine k");
+  check(affine_rows(dX.get(), T, dm, Wv.get(), bv.get(), d, dV.get()), "affine v");
+
+  RecurrentTensors x;
+  x.q = dQ.get(); x.k = dK.get(); x.v = dV.get(); x.o = dO.get();
+  x.B = 1; x.H = 1; x.T = T; x.d = d;
+  DeviceBuffer dU, dG, dStats;
+  if (kind == RecurrentKind::Vla) {  // u_raw = W_u k_raw + b_u (Alg. 1 line 10), (T, d)
+    dU = DeviceBuffer(std::size_t(T) * d);
+    const DeviceBuffer Wu = dev(w.Wu), bu = bias(w.bu);
+    check(affine_rows(dK.get(), T, d, Wu.get(), bu.get(), d, dU.get()), "affine u");
+    x.u = dU.get();
+    check(cudaDeviceSynchronize(), "affine u (sync)");
+  }
+  if (kind == RecurrentKind::DeltaNet && cfg.deltanet_gated) {  // g = w_g . x + b_g, (T)
+    dG = DeviceBuffer(std::size_t(T));
+    const DeviceBuffer Wg = dev(w.Wg), bg = bias(w.bg);
+    check(affine_rows(dX.get(), T, dm, Wg.get(), bg.get(), 1, dG.get()), "affine gate");
+    x.g = dG.get();
+    check(cudaDeviceSynchronize(), "affine gate (sync)");
+  }
+  if (trace) { dStats = DeviceBuffer(std::size_t(T) * 3); x.stats = dStats.get(); }
+
+  RecurrentParams p;
+  p.eps = float(cfg.penalty.eps);
+  p.lambda0 = float(cfg.penalty.lambda0);
+  p.refresh_period = cfg.penalty.refresh_period;
+  p.refresh_eta = float(cfg.penalty.refresh_eta);
+  check(recurrent_forward(kind, x, p), "recurrent_forward");
+  check(affine_rows(dO.get(), T, d, Wo.get(), bo.get(), dm, dY.get()), "affine out");
+  check(cudaDeviceSynchronize(), "layer_forward (sync)");
+
+  const std::vector<float> y = dY.download();
+  Mat<float> Y(T, dm);  // (T, d_model)
+  for (int t = 0; t < T; ++t)
+    for (int c = 0; c < dm; ++c) Y(t, c) = y[std::size_t(t) * dm + c];
+  if (trace) {
+    const std::vector<float> s = dStats.download();
+    trace->assign(T, StepStats{});
+    for (int t = 0; t < T; ++t) {
+      StepStats& st = (*trace)[t];
+      st.S_fro = s[3 * t];
+      st.A_fro = s[3 * t + 1];
+      st.delta = s[3 * t + 2];
+      if (kind == RecurrentKind::Vla) st.guard_fired = !(st.delta >= cfg.penalty.eps);  // line 13's clamp fired
+    }
+  }
+  return Y;
+}
+
+}  // namespace vla::gpu

@@ -1,0 +1,196 @@
+// The fused forward kernels (gpu/recurrent_forward.cu) against the CPU rules in double precision
+// (core/rules/*.hpp through with_rule<Precision<double>>), on fresh random inputs, several launch
+// shapes, outputs poisoned with NaN before every run. Tagged [gpu]; passes with a warning and checks
+// nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
+#include "core/rules/registry.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_query.hpp"
+#include "gpu/recurrent_forward.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace {
+
+using vla::gpu::RecurrentKind;
+
+struct Shape { int B, H, T, d; };
+
+// Host inputs in the kernel's (B, H, T, d) layout; gate (B, H, T).
+struct Inputs {
+  Shape s;
+  std::vector<float> q, k, v, u, g;
+};
+
+Inputs random_inputs(Shape s, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> n(0.f, 1.f);
+  const std::size_t N = std::size_t(s.B) * s.H * s.T * s.d;
+  Inputs in{s, std::vector<float>(N), std::vector<float>(N), std::vector<float>(N), std::vector<float>(N),
+            std::vector<float>(std::size_t(s.B) * s.H * s.T)};
+  for (auto* x : {&in.q, &in.k, &in.v, &in.u, &in.g})
+    for (float& e : *x) e = n(gen);
+  return in;
+}
+
+struct Outputs { std::vector<float> o, stats; };
+
+// One launch; o and stats poisoned (all NaN) first, every CUDA call checked.
+Outputs run_gpu(RecurrentKind kind, const Inputs& in, bool stats) {
+  using vla::gpu::DeviceBuffer;
+  const Shape s = in.s;
+  DeviceBuffer q(in.q), k(in.k), v(in.v), u(in.u), g(in.g);
+  DeviceBuffer o(in.q.size()), st(stats ? std::size_t(s.B) * s.H * s.T * 3 : 0);
+  o.poison();
+  st.poison();
+  vla::gpu::RecurrentTensors x;
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = g.get(); x.o = o.get();
+  x.stats = stats ? st.get() : nullptr;
+  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
+  vla::gpu::check(vla::gpu::recurrent_forward(kind, x, vla::gpu::RecurrentParams{}), "recurrent_forward launch");
+  vla::gpu::check(cudaDeviceSynchronize(), "recurrent_forward (sync)");
+  vla::gpu::check(cudaGetLastError(), "recurrent_forward (last error)");
+  return {o.download(), stats ? st.download() : std::vector<float>{}};
+}
+
+// The CPU rule in double on the same (fp32-valued) inputs; stats as the kernel lays them out.
+Outputs run_cpu(const std::string& mixer, const Inputs& in) {
+  const Shape s = in.s;
+  vla::MixerConfig cfg;
+  cfg.mixer = mixer;
+  Outputs r{std::vector<float>(in.q.size()), std::vector<float>(std::size_t(s.B) * s.H * s.T * 3)};
+  vla::with_rule<vla::Precision<double>>(cfg, [&](auto rule) {
+    for (int h = 0; h < s.H; ++h) {
+      auto st = rule.init(s.B, s.d);
+      vla::HeadInputs<double> hin;
+      vla::Mat<double> out;
+      vla::StepRecord<double> rec;
+      for (int t = 0; t < s.T; ++t) {
+        hin.q.resize(s.d, s.B); hin.k.resize(s.d, s.B); hin.v.resize(s.d, s.B); hin.u.resize(s.d, s.B);
+        hin.gate.resize(s.B);
+        for (int b = 0; b < s.B; ++b) {
+          const std::size_t base = ((std::size_t(b) * s.H + h) * s.T + t) * s.d;
+          for (int i = 0; i < s.d; ++i) {
+            hin.q(i, b) = in.q[base + i]; hin.k(i, b) = in.k[base + i];
+            hin.v(i, b) = in.v[base + i]; hin.u(i, b) = in.u[base + i];
+          }
+          hin.gate(b) = in.g[(std::size_t(b) * s.H + h) * s.T + t];
+        }
+        rule.step(st, hin, out, &rec);
+        for (int b = 0; b < s.B; ++b) {
+          const std::size_t row = (std::size_t(b) * s.H + h) * s.T + t;
+          for (int i = 0; i < s.d; ++i) r.o[row * s.d + i] = float(out(i, b));
+          r.stats[row * 3] = float(rec.stats[b].S_fro);
+          r.stats[row * 3 + 1] = float(rec.stats[b].A_fro);
+          r.stats[row * 3 + 2] = float(rec.stats[b].delta);
+        }
+      }
+    }
+    return 0;
+  });
+  return r;
+}
+
+// ||a - b|| / ||b|| over every `stride`-th element from `offset`; NaN anywhere gives NaN (never passes).
+double rel_err(const std::vector<float>& a, const std::vector<float>& b, std::size_t offset = 0, std::size_t stride = 1) {
+  double num = 0, den = 0;
+  for (std::size_t i = offset; i < a.size(); i += stride) {
+    const double d = double(a[i]) - double(b[i]);
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  return std::sqrt(num) / std::sqrt(den);
+}
+
+// Tolerance from fp32: each step is a few d-term dot products (forward error <= d u, Higham's gamma_d,
+// u = 2^-24 the fp32 unit roundoff) and the state carries every step's rounding into all later steps,
+// so the worst case grows linearly: T d u relative to the output's size. The double reference adds
+// nothing at this scale (its own error is ~T d 2^-53).
+double fp32_bound(const Shape& s) { return double(s.T) * s.d * std::ldexp(1.0, -24); }
+
+const Shape kShapes[] = {{2, 3, 67, 16}, {3, 2, 150, 32}, {1, 2, 100, 64}, {2, 1, 80, 128}};
+
+void check_kind(RecurrentKind kind, const std::string& mixer) {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  std::uint64_t seed = 1000;
+  for (const Shape& s : kShapes) {
+    const Inputs in = random_inputs(s, seed++);  // fresh inputs per shape
+    const Outputs gpu = run_gpu(kind, in, true);
+    const Outputs cpu = run_cpu(mixer, in);
+    const double tol = fp32_bound(s);
+    INFO(mixer << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
+    // Every output written (the poison is NaN) and finite; a NaN fails here and in the bounds below.
+    bool finite = true;
+    for (float x : gpu.o) finite = finite && std::isfinite(x);
+    REQUIRE(finite);
+    // If these fail, the kernel computes a different recurrence than the CPU rule (wrong line of
+    // Algorithm 1, wrong refresh step, wrong indexing of a (b, h) tile), not a rounding difference.
+    const double e_o = rel_err(gpu.o, cpu.o);
+    WARN(mixer << " d=" << s.d << " T=" << s.T << ": rel err o " << e_o << " (bound " << tol << ")");
+    CHECK(e_o <= tol);
+    CHECK(rel_err(gpu.stats, cpu.stats, 0, 3) <= tol);  // ||S_t||_F every step
+    if (kind == RecurrentKind::Vla) {
+      CHECK(rel_err(gpu.stats, cpu.stats, 1, 3) <= tol);  // ||A_t||_F
+      CHECK(rel_err(gpu.stats, cpu.stats, 2, 3) <= tol);  // delta_t before the clamp
+    } else {
+      // Rules without A report NaN for ||A||_F and delta, as StepStats documents.
+      CHECK(std::isnan(gpu.stats[1]));
+      CHECK(std::isnan(gpu.stats[2]));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused VLA forward matches Algorithm 1 in double within the fp32 bound", "[gpu]") {
+  check_kind(RecurrentKind::Vla, "vla");
+}
+
+TEST_CASE("fused linear attention forward matches the CPU rule in double within the fp32 bound", "[gpu]") {
+  check_kind(RecurrentKind::Linear, "linear");
+}
+
+TEST_CASE("fused DeltaNet forward matches the CPU rule in double within the fp32 bound", "[gpu]") {
+  check_kind(RecurrentKind::DeltaNet, "deltanet");
+}
+
+TEST_CASE("fused forward is the same function of each sequence whatever the launch shape", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // One block owns one (b, h) and runs a fixed operation order, so sequence (b, h) of a (B, H) launch
+  // must equal, bit for bit, the same sequence launched alone. A difference means blocks interfere
+  // (shared state, wrong base offset) or the result depends on scheduling (a race).
+  for (RecurrentKind kind : {RecurrentKind::Vla, RecurrentKind::Linear, RecurrentKind::DeltaNet}) {
+    for (int d : {16, 32, 64, 128}) {
+      const Shape s{3, 2, 45, d};
+      const Inputs in = random_inputs(s, 77 + d);
+      const Outputs all = run_gpu(kind, in, false);
+      for (int b = 0; b < s.B; ++b)
+        for (int h = 0; h < s.H; ++h) {
+          const std::size_t seq = std::size_t(b) * s.H + h, n = std::size_t(s.T) * d;
+          Inputs one{{1, 1, s.T, d}, {}, {}, {}, {}, {}};
+          auto slice = [&](const std::vector<float>& x, std::size_t len) {
+            return std::vector<float>(x.begin() + seq * len, x.begin() + (seq + 1) * len);
+          };
+          one.q = slice(in.q, n); one.k = slice(in.k, n); one.v = slice(in.v, n); one.u = slice(in.u, n);
+          one.g = slice(in.g, s.T);
+          const Outputs alone = run_gpu(kind, one, false);
+          INFO("kind " << int(kind) << " d=" << d << " b=" << b << " h=" << h);
+          CHECK(std::equal(alone.o.begin(), alone.o.end(), all.o.begin() + seq * n));
+        }
+    }
+  }
+}
+
+TEST_CASE("fused forward rejects an unsupported head size instead of launching", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // d_h = 48 has no instantiation: the launcher must say so (not read out of bounds).
+  const Inputs in = random_inputs({1, 1, 4, 48}, 5);
+  vla::gpu::DeviceBuffer q(in.q), o(in.q.size());
+  vla::gpu::RecurrentTensors x;
+  x.q = x.k = x.v = x.u = q.get(); x.o = o.get();
+  x.B = 1; x.H = 1; x.T = 4; x.d = 48;
+  CHECK(vla::gpu::recurrent_forward(RecurrentKind::Vla, x, {}) == cudaErrorInvalidValue);
+}
