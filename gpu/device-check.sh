@@ -24,6 +24,7 @@ if compgen -G ".device-carry/debs/*.deb" > /dev/null; then
   export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
   export PKG_CONFIG_LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig:$PREFIX/usr/share/pkgconfig
   export PKG_CONFIG_SYSROOT_DIR=$PREFIX
+  export CPATH=$PREFIX/usr/include/x86_64-linux-gnu  # Debian keeps gmp.h in the multiarch folder
   PKGCONF_ARG=-DPKG_CONFIG_EXECUTABLE=$PREFIX/usr/bin/pkgconf
   echo "carried dependencies unpacked into $PREFIX"
 fi
