@@ -1,0 +1,219 @@
+// `vla layer-forward`: one single-head mixer layer over X (T, d_model) read from .npy, output
+// Y (T, d_model) as float64 .npy and optionally a per-step trace CSV. The contract (files, shapes,
+// defaults) is docs/recurrences.md, "The .npy contract of layer-forward".
+#include "cli/command.hpp"
+#include "cli/commands/layer_forward.hpp"
+#include "core/io/csv.hpp"
+#include "core/io/npy.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#if defined(VLA_HAVE_CUDA) && defined(VLA_GPU_LAYER_FORWARD) && __has_include("gpu/layer_forward.hpp")
+#include "gpu/layer_forward.hpp"
+#define VLA_LAYER_FORWARD_GPU 1
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using vla::Mat;
+using vla::Vec;
+
+struct Args {
+  vla::MixerConfig cfg;
+  std::string precision = "double";
+  std::string params;
+  std::string input;
+  std::string output;
+  std::string trace;
+  std::string delta_policy = "clamp";
+  std::string device = "cpu";
+};
+
+// A weight matrix DIR/name.npy of the given shape; `required` false returns an empty matrix when the
+// file is absent (biases, the DeltaNet gate).
+Mat<double> load_matrix(const fs::path& dir, const std::string& name, long rows, long cols, bool required) {
+  const fs::path p = dir / (name + ".npy");
+  std::error_code ec;
+  if (!required && !fs::exists(p, ec)) return {};
+  const auto a = vla::io::read_npy(p, "--params");
+  Mat<double> m = a.data;
+  // A (1, n) matrix may also be given as a 1-D array of length n.
+  if (a.ndim == 1 && rows == 1) m.transposeInPlace();
+  if (m.rows() != rows || m.cols() != cols)
+    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}), expected ({}, {})", p.string(), m.rows(),
+                                            m.cols(), rows, cols));
+  if (!vla::all_finite(m)) throw std::invalid_argument(fmt::format("--params: '{}' contains a non-finite value", p.string()));
+  return m;
+}
+
+// A bias DIR/name.npy of length n (1-D, or 2-D with one row or column); absent = zero (empty).
+Vec<double> load_bias(const fs::path& dir, const std::string& name, long n) {
+  const fs::path p = dir / (name + ".npy");
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return {};
+  const auto a = vla::io::read_npy(p, "--params");
+  if (a.data.size() != n || (a.data.rows() != 1 && a.data.cols() != 1))
+    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}), expected a vector of length {}", p.string(),
+                                            a.data.rows(), a.data.cols(), n));
+  Vec<double> v = Eigen::Map<const Vec<double>>(a.data.data(), n);
+  if (!vla::all_finite(v)) throw std::invalid_argument(fmt::format("--params: '{}' contains a non-finite value", p.string()));
+  return v;
+}
+
+vla::cli::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]] const vla::LayerShape& shape,
+                                     [[maybe_unused]] const vla::MixerWeights<double>& w,
+                                     [[maybe_unused]] const Mat<double>& X) {
+#ifdef VLA_LAYER_FORWARD_GPU
+  std::vector<vla::StepStats> trace;
+  const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X), &trace);
+  return {vla::cast_matrix<double>(Y), std::move(trace)};
+#elif defined(VLA_HAVE_CUDA)
+  throw std::invalid_argument("--device: cuda is not available yet (this build has CUDA but no GPU layer-forward "
+                              "implementation; allowed now: cpu)");
+#else
+  throw std::invalid_argument("--device: cuda is not available (this build has no CUDA path: nvcc was not found at "
+                              "configure time; allowed: cpu)");
+#endif
+}
+
+void run(Args& a) {
+  auto& c = a.cfg;
+  if (a.delta_policy == "clamp") c.penalty.policy = vla::DeltaPolicy::Clamp;
+  else if (a.delta_policy == "skip") c.penalty.policy = vla::DeltaPolicy::SkipAddEps;
+  else throw std::invalid_argument(fmt::format("--delta-policy: unknown policy '{}' (allowed: clamp, skip)", a.delta_policy));
+  if (a.device != "cpu" && a.device != "cuda")
+    throw std::invalid_argument(fmt::format("--device: unknown device '{}' (allowed: cpu, cuda)", a.device));
+  // Validate the names and numbers before touching any file (each throws naming its parameter).
+  vla::with_precision(a.precision, [](auto) {});
+  // with_rule accepts exactly the names of kMixerNames ("a, b, c"); check against that list.
+  if (std::string(", ") .append(vla::kMixerNames).append(",").find(", " + c.mixer + ",") == std::string::npos)
+    throw std::invalid_argument(fmt::format("--mixer: unknown mixer '{}' (allowed: {})", c.mixer, vla::kMixerNames));
+  try {
+    c.penalty.validate();
+  } catch (const std::invalid_argument& e) {
+    // PenaltyOptions names its fields ("lambda0: ..."); say the command-line option instead.
+    std::string msg = e.what();
+    for (const auto& [field, option] : {std::pair{"lambda0:", "--lambda0:"}, {"eps:", "--eps:"},
+                                        {"refresh_period:", "--refresh-period:"}, {"refresh_eta:", "--refresh:"},
+                                        {"rank:", "--rank:"}})
+      if (msg.rfind(field, 0) == 0) msg = option + msg.substr(std::string(field).size());
+    throw std::invalid_argument(msg);
+  }
+
+  // X: (T, d_model).
+  const auto xa = vla::io::read_npy(a.input, "--input");
+  if (xa.ndim != 2 || xa.data.rows() < 1 || xa.data.cols() < 1)
+    throw std::invalid_argument(fmt::format("--input: '{}' must be a 2-D array (T, d_model) with T, d_model >= 1, got {}-D ({}, {})",
+                                            a.input, xa.ndim, xa.data.rows(), xa.data.cols()));
+  const Mat<double>& X = xa.data;
+  if (!vla::all_finite(X)) throw std::invalid_argument(fmt::format("--input: '{}' contains a non-finite value", a.input));
+  const long T = X.rows(), d_model = X.cols();
+
+  // Weights; d_head from Wq's rows. Shapes as MixerWeights documents with H = 1.
+  const fs::path dir = a.params;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::invalid_argument(fmt::format("--params: '{}' is not a directory", a.params));
+  const auto wq = vla::io::read_npy(dir / "Wq.npy", "--params");
+  if (wq.ndim != 2 || wq.data.rows() < 1)
+    throw std::invalid_argument(fmt::format("--params: '{}' must be 2-D (d_head, d_model)", (dir / "Wq.npy").string()));
+  const long d_head = wq.data.rows();
+  if (wq.data.cols() != d_model)
+    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}) but --input has d_model = {} columns; "
+                                            "expected ({}, {})", (dir / "Wq.npy").string(), wq.data.rows(), wq.data.cols(),
+                                            d_model, d_head, d_model));
+  const int r = c.penalty.rank;
+  const vla::LayerShape shape{int(d_model), int(d_head), 1, r};
+  vla::MixerWeights<double> w;
+  w.Wq = load_matrix(dir, "Wq", d_head, d_model, true);
+  w.Wk = load_matrix(dir, "Wk", d_head, d_model, true);
+  w.Wv = load_matrix(dir, "Wv", d_head, d_model, true);
+  w.Wo = load_matrix(dir, "Wo", d_model, d_head, true);
+  w.bq = load_bias(dir, "bq", d_head);
+  w.bk = load_bias(dir, "bk", d_head);
+  w.bv = load_bias(dir, "bv", d_head);
+  w.bo = load_bias(dir, "bo", d_model);
+  if (c.is_vla()) {
+    w.Wu = load_matrix(dir, "Wu", r * d_head, d_head, true);
+    w.bu = load_bias(dir, "bu", r * d_head);
+  }
+  if (c.mixer == "deltanet") {
+    // Absent Wg.npy = zero gate weights, so beta_t = sigmoid(b_g) (0.5 without bg.npy).
+    w.Wg = load_matrix(dir, "Wg", 1, d_model, false);
+    if (w.Wg.size() == 0) w.Wg = Mat<double>::Zero(1, d_model);
+    w.bg = load_bias(dir, "bg", 1);
+  }
+
+  const vla::cli::LayerForwardResult res =
+      a.device == "cuda" ? run_gpu(a, shape, w, X)
+                         : vla::with_precision(a.precision, [&](auto p) {
+                             return vla::cli::layer_forward_cpu<decltype(p)>(c, shape, w, X);
+                           });
+  if (res.Y.rows() != T || res.Y.cols() != d_model || long(res.trace.size()) != T)
+    throw std::runtime_error("layer-forward: internal error, result has the wrong shape");
+
+  // Everything is computed; now the files, whole or not at all: both are staged next to their
+  // targets (each staged file itself written atomically), then renamed; any failure removes them.
+  const std::string bytes = vla::io::encode_npy(res.Y);
+  std::optional<vla::io::CsvTable> table;
+  if (!a.trace.empty()) {
+    table.emplace(std::vector<std::string>{"t", "S_fro", "A_fro", "delta", "e_norm"});
+    for (long t = 0; t < T; ++t) {
+      const auto& s = res.trace[t];
+      table->add_row({double(t + 1), s.S_fro, s.A_fro, s.delta, s.e_norm});  // t = 1..T as in Alg. 1
+    }
+  }
+  const std::string suffix = fmt::format(".staged.{}", ::getpid());
+  const fs::path y_stage = a.output + suffix, tr_stage = a.trace + suffix;
+  bool trace_committed = false;
+  try {
+    vla::io::write_atomically(y_stage, [&](std::ostream& o) { o.write(bytes.data(), std::streamsize(bytes.size())); },
+                              std::ios::out | std::ios::binary);
+    if (table) {
+      table->write(tr_stage);
+      fs::rename(tr_stage, a.trace);
+      trace_committed = true;
+    }
+    fs::rename(y_stage, a.output);
+  } catch (...) {
+    fs::remove(y_stage, ec);
+    if (table) fs::remove(tr_stage, ec);
+    if (trace_committed) fs::remove(a.trace, ec);  // Y could not be committed: take the trace back too
+    throw;
+  }
+  fmt::print("layer-forward: mixer {}, precision {}, device {}, T = {}, d_model = {}, d_head = {}: wrote {}{}\n", c.mixer,
+             a.precision, a.device, T, d_model, d_head, a.output, a.trace.empty() ? "" : " and " + a.trace);
+}
+
+const vla::cli::RegisterCommand reg{
+    "layer-forward",
+    "one single-head mixer layer over X.npy (T, d_model) -> Y.npy (T, d_model), params from .npy files",
+    [](CLI::App& app) {
+      auto a = std::make_shared<Args>();
+      auto& c = a->cfg;
+      app.add_option("--mixer", c.mixer, std::string("memory rule: ") + std::string(vla::kMixerNames))->capture_default_str();
+      app.add_option("--precision", a->precision, std::string("storage[+compute]: ") + std::string(vla::kPrecisionNames))
+          ->capture_default_str();
+      app.add_option("--params", a->params,
+                     "folder with Wq.npy Wk.npy Wv.npy (d_head, d_model), Wo.npy (d_model, d_head), Wu.npy "
+                     "(rank*d_head, d_head; VLA), Wg.npy (1, d_model; DeltaNet, absent = 0), biases b*.npy (absent = 0)")
+          ->required();
+      app.add_option("--input", a->input, "X.npy, (T, d_model), float32 or float64")->required();
+      app.add_option("--output", a->output, "Y.npy to write, (T, d_model) float64")->required();
+      app.add_option("--trace", a->trace, "optional CSV: t,S_fro,A_fro,delta,e_norm after each step (NaN = n/a)");
+      app.add_option("--lambda0", c.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
+      app.add_option("--refresh-period", c.penalty.refresh_period, "VLA: A += eta I after steps t = 0 mod K (0 = off)")
+          ->capture_default_str();
+      app.add_option("--refresh", c.penalty.refresh_eta, "VLA: refresh magnitude eta")->capture_default_str();
+      app.add_option("--eps", c.penalty.eps, "delta guard and every denominator floor")->capture_default_str();
+      app.add_option("--delta-policy", a->delta_policy, "VLA: clamp (Alg. 1 line 13) | skip (spec 001)")->capture_default_str();
+      app.add_option("--rank", c.penalty.rank, "VLA: penalty directions per step (Woodbury for > 1)")->capture_default_str();
+      app.add_option("--device", a->device, "cpu | cuda (fp32 GPU kernels)")->capture_default_str();
+      app.final_callback([a] { run(*a); });
+    }};
+
+}  // namespace
