@@ -1,0 +1,95 @@
+#pragma once
+// Helpers for tests that run the `vla` executable: a scratch folder, random layer parameters written
+// as .npy, and running a command line capturing its exit code and output.
+#include "core/io/npy.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace vla::test {
+
+namespace fs = std::filesystem;
+
+inline const std::string kVla = VLA_BINARY_DIR "/bin/vla";
+
+// A fresh folder under the system temp dir, removed when the object dies.
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const std::string& tag) {
+    static int counter = 0;
+    path = fs::temp_directory_path() / fmt::format("vla-test-{}-{}-{}", tag, ::getpid(), counter++);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  // Every entry in the folder (to check that nothing, not even a temp file, was left behind).
+  std::vector<std::string> entries() const {
+    std::vector<std::string> r;
+    for (const auto& e : fs::directory_iterator(path)) r.push_back(e.path().filename().string());
+    return r;
+  }
+};
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+inline RunResult run_command(const std::string& cmd) {
+  const std::string log = fs::temp_directory_path() / fmt::format("vla-test-log-{}", ::getpid());
+  const int status = std::system((cmd + " > '" + log + "' 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  fs::remove(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+// Random N(0, scale^2) matrix (rows, cols), deterministic in the generator.
+inline Mat<double> gaussian(std::mt19937_64& g, long rows, long cols, double scale) {
+  std::normal_distribution<double> n(0.0, scale);
+  Mat<double> m(rows, cols);
+  for (long i = 0; i < rows; ++i)
+    for (long j = 0; j < cols; ++j) m(i, j) = n(g);
+  return m;
+}
+
+// Writes Wq, Wk, Wv (d_head, d_model), Wu (rank*d_head, d_head), Wg (1, d_model), Wo (d_model, d_head)
+// and, when `biases`, every bias as a 1-D array; N(0, 1/fan_in) weights, N(0, 0.1^2) biases.
+inline void write_random_params(const fs::path& dir, int d_model, int d_head, int rank, std::uint64_t seed,
+                                bool biases) {
+  std::mt19937_64 g(seed);
+  fs::create_directories(dir);
+  auto w = [&](const char* name, long r, long c, double fan_in) {
+    io::write_npy(dir / (std::string(name) + ".npy"), gaussian(g, r, c, 1.0 / std::sqrt(fan_in)));
+  };
+  w("Wq", d_head, d_model, d_model);
+  w("Wk", d_head, d_model, d_model);
+  w("Wv", d_head, d_model, d_model);
+  w("Wu", long(rank) * d_head, d_head, d_head);
+  w("Wg", 1, d_model, d_model);
+  w("Wo", d_model, d_head, d_head);
+  if (biases) {
+    auto b = [&](const char* name, long n) { io::write_npy(dir / (std::string(name) + ".npy"), gaussian(g, n, 1, 0.1), 1); };
+    b("bq", d_head);
+    b("bk", d_head);
+    b("bv", d_head);
+    b("bu", long(rank) * d_head);
+    b("bg", 1);
+    b("bo", d_model);
+  }
+}
+
+}  // namespace vla::test

@@ -1,0 +1,106 @@
+// `vla layer-forward` on bad input: exit code 2, a message naming the parameter, and no output (nor
+// any temporary file) left behind. A failure means a researcher could get a half-written or stale
+// result, or an error that does not say what to fix.
+#include "cli_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace vla;
+using namespace vla::test;
+
+namespace {
+
+struct Case {
+  ScratchDir dir{"bad"};
+  Case() {
+    write_random_params(dir.path / "params", 4, 4, 1, 3, false);
+    std::mt19937_64 g(4);
+    io::write_npy(dir / "X.npy", gaussian(g, 5, 4, 1.0));
+  }
+  // Runs layer-forward with `args` and checks the failure contract.
+  void expect_failure(const std::string& args, const std::string& must_mention) {
+    const std::string cmd = fmt::format("{} layer-forward --output {} --trace {} {}", kVla, dir / "out/Y.npy",
+                                        dir / "out/trace.csv", args);
+    const auto r = run_command(cmd);
+    INFO(cmd);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(must_mention) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "out/Y.npy"));
+    CHECK_FALSE(fs::exists(dir.path / "out/trace.csv"));
+    if (fs::exists(dir.path / "out")) CHECK(fs::is_empty(dir.path / "out"));  // no .tmp / .staged files
+  }
+  std::string good(const std::string& mixer = "vla") const {
+    return fmt::format("--mixer {} --params {} --input {}", mixer, dir / "params", dir / "X.npy");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("layer-forward: a good run writes Y and the trace", "[cli]") {
+  // The control for the failure cases below: the same files succeed, so each failure is caused by
+  // the one thing that case changes.
+  Case c;
+  const auto r = run_command(fmt::format("{} layer-forward {} --output {} --trace {}", kVla, c.good(), c.dir / "Y.npy",
+                                         c.dir / "trace.csv"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const Mat<double> Y = io::read_npy_matrix(c.dir / "Y.npy");
+  CHECK(Y.rows() == 5);
+  CHECK(Y.cols() == 4);
+  std::ifstream tr(c.dir / "trace.csv");
+  std::string header;
+  std::getline(tr, header);
+  CHECK(header == "t,S_fro,A_fro,delta,e_norm");
+  int rows = 0;
+  for (std::string line; std::getline(tr, line);) ++rows;
+  CHECK(rows == 5);
+}
+
+TEST_CASE("layer-forward: missing params file", "[cli]") {
+  Case c;
+  fs::remove(c.dir.path / "params/Wk.npy");
+  c.expect_failure(c.good(), "Wk.npy");
+  c.expect_failure(c.good(), "--params");
+}
+
+TEST_CASE("layer-forward: malformed npy", "[cli]") {
+  Case c;
+  std::ofstream(c.dir.path / "params/Wv.npy") << "\x93NUMPY\x01\x00garbage";
+  c.expect_failure(c.good(), "Wv.npy");
+  std::ofstream(c.dir.path / "X.npy") << "not an npy file";
+  c.expect_failure(c.good("linear"), "--input");
+}
+
+TEST_CASE("layer-forward: d_model mismatch between X and the weights", "[cli]") {
+  Case c;
+  std::mt19937_64 g(5);
+  io::write_npy(c.dir / "X.npy", gaussian(g, 5, 6, 1.0));  // d_model 6, weights say 4
+  c.expect_failure(c.good(), "d_model");
+  Case c2;
+  io::write_npy(c2.dir / "params/Wo.npy", gaussian(g, 4, 3, 1.0));  // Wo must be (d_model, d_head) = (4, 4)
+  c2.expect_failure(c2.good(), "Wo.npy");
+}
+
+TEST_CASE("layer-forward: --lambda0 0, --eps 0, bad options", "[cli]") {
+  Case c;
+  c.expect_failure(c.good() + " --lambda0 0", "--lambda0");
+  c.expect_failure(c.good() + " --eps 0", "--eps");
+  c.expect_failure(c.good() + " --rank 0", "--rank");
+  c.expect_failure(c.good() + " --delta-policy sometimes", "--delta-policy");
+  c.expect_failure(c.good() + " --device tpu", "--device");
+}
+
+TEST_CASE("layer-forward: unknown --mixer and --precision", "[cli]") {
+  Case c;
+  c.expect_failure(c.good("mamba"), "--mixer");
+  c.expect_failure(c.good() + " --precision fp8", "--precision");
+}
+
+TEST_CASE("layer-forward: non-finite input", "[cli]") {
+  Case c;
+  Mat<double> X = Mat<double>::Ones(5, 4);
+  X(2, 1) = std::numeric_limits<double>::quiet_NaN();
+  io::write_npy(c.dir / "X.npy", X);
+  c.expect_failure(c.good(), "--input");
+}
