@@ -33,6 +33,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
+	$(BUILD)/bin/vla claims --quick --out reports --markdown reports/claims.md --json reports/claims.json
 	$(BUILD)/bin/vla stability --out reports/fig4
 
 test: build

@@ -1,0 +1,29 @@
+#pragma once
+// One run of one rule in one precision over a head stream, keeping what the precision failure atlas
+// compares (analysis/precision_atlas.hpp): S_t and o_t (rounded once to double), the first non-finite
+// step, the smallest eigenvalue of the stored A_t (VLA; SelfAdjointEigenSolver in double), and how
+// often the delta guard fired.
+#include "analysis/head_stream.hpp"
+#include "core/rules/registry.hpp"
+
+#include <string>
+#include <vector>
+
+namespace vla::analysis {
+
+inline constexpr std::string_view kAtlasPrecisions = "half, bfloat16, float, double, half+float, bfloat16+float, mp50";
+
+struct AtlasTrajectory {
+  std::vector<Mat<double>> S;    // (T) each (d, d): S_t as stored
+  std::vector<Vec<double>> out;  // (T) each (d): o_t as stored
+  std::vector<double> A_min_eig; // (T) lambda_min(A_t) of the stored A_t (NaN without A or when non-finite)
+  int first_nonfinite = 0;       // first t with a non-finite S_t, o_t or A_t; 0 = never
+  int first_A_not_pd = 0;        // first t with lambda_min(A_t) <= 0; 0 = never (or no A)
+  int guard_fires = 0;           // steps where the delta guard changed the update
+  int renorms = 0;               // steps where S was renormalised
+};
+
+AtlasTrajectory atlas_trajectory(const std::string& precision, const std::string& mixer, const MixerConfig& cfg,
+                                 const HeadStream& stream);
+
+}  // namespace vla::analysis

@@ -1,0 +1,51 @@
+#pragma once
+// The inputs one attention head sees, precomputed in double so that every precision receives the
+// same numbers (each rounded once to its storage type): differences between precisions then come
+// from the recurrence alone, not from the projections.
+//
+// random_head_stream is the Sec. 6.2 / Fig. 4 random-input protocol of studies/fig4 (the paper does
+// not state its distribution): single head, d_model = d_head, weights N(0, 1/fan_in) from
+// core/layers/mixer_layer.hpp random_weights(seed), inputs x_t ~ N(0, I) i.i.d. from seed + 1, zero
+// biases; q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x.
+#include "core/rules/memory_rule.hpp"
+
+#include <cstdint>
+
+namespace vla::analysis {
+
+struct HeadStream {
+  int d = 0, T = 0, rank = 1;
+  Mat<double> q, k, v;  // (d, T): column t-1 is token t
+  Mat<double> u;        // (rank * d, T)
+  Vec<double> gate;     // (T)
+  void validate() const;
+};
+
+HeadStream random_head_stream(int d_head, int T, std::uint64_t seed, int rank = 1);
+
+// The inputs of token t (0-based) rounded to T_storage, batch of one.
+template <class S> HeadInputs<S> token_inputs(const HeadStream& s, int t) {
+  HeadInputs<S> in;
+  in.q = cast_matrix<S>(Mat<double>(s.q.col(t)));
+  in.k = cast_matrix<S>(Mat<double>(s.k.col(t)));
+  in.v = cast_matrix<S>(Mat<double>(s.v.col(t)));
+  in.u = cast_matrix<S>(Mat<double>(s.u.col(t)));
+  in.gate = Vec<S>::Constant(1, scalar_cast<S>(s.gate(t)));
+  return in;
+}
+
+// Runs `rule` over the stream, one sequence; calls f(t, state, out, record) after each step
+// (t 1-based, out (d, 1) in storage, record in compute type).
+template <class Rule, class F> void drive(const Rule& rule, const HeadStream& s, F&& f) {
+  using S = typename Rule::storage_t;
+  using C = typename Rule::compute_t;
+  auto state = rule.init(1, s.d);
+  Mat<S> out;
+  StepRecord<C> rec;
+  for (int t = 0; t < s.T; ++t) {
+    rule.step(state, token_inputs<S>(s, t), out, &rec);
+    f(t + 1, state, out, rec);
+  }
+}
+
+}  // namespace vla::analysis
