@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Peers of `vla bench attention` on the same shapes, on the device (PyTorch is installed there):
-torch scaled_dot_product_attention (bf16 and fp32, causal) and a PyTorch loop of the VLA paper's
+torch scaled_dot_product_attention (bf16 and fp32, causal; forward, and forward+backward against the
+fused VLA forward+backward) and a PyTorch loop of the VLA paper's
 Algorithm 1 (fp32, vectorised over batch and heads, one Python iteration per token: the paper's
 "VLA-Python"). Reads the CSV that `vla bench attention --csv` wrote and prints one table with ratios.
 Times are CUDA-event medians after warm-up; inputs random normal (never zeros).
@@ -33,6 +34,19 @@ def time_ms(fn, reps, warmup=2):
 def sdpa_ms(B, H, T, D, dtype, reps):
     q, k, v = (torch.randn(B, H, T, D, device="cuda", dtype=dtype) for _ in range(3))
     return time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), reps)
+
+
+def sdpa_fwdbwd_ms(B, H, T, D, dtype, reps):
+    """Forward then backward of causal SDPA with a random dL/do (gradients w.r.t. q, k, v)."""
+    q, k, v = (torch.randn(B, H, T, D, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3))
+    g = torch.randn(B, H, T, D, device="cuda", dtype=dtype)
+
+    def step():
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        o.backward(g)
+        q.grad = k.grad = v.grad = None
+
+    return time_ms(step, reps)
 
 
 def vla_loop(q, k, v, u_raw, lam0=0.1, eps=1e-4, period=20, eta=1e-3):
@@ -106,6 +120,24 @@ def main():
               f"| {f(s16 / v)} | {f(s32 / v)} | {f(lp / v)} |", flush=True)
     print(f"B={B} H={H} D={D}: fused VLA forward crosses below SDPA fp32 at T {crossover(Ts, vla, fp)}, "
           f"below SDPA bf16 at T {crossover(Ts, vla, bf)}")
+
+    # Forward + backward (training step of the mixer alone), where the CSV has the VLA column.
+    rows_fb = [r for r in rows if "vla_fwdbwd_ms" in r and not math.isnan(float(r["vla_fwdbwd_ms"]))]
+    if not rows_fb:
+        return
+    hdr = ["T", "vla fwd+bwd ms", "sdpa bf16 fwd+bwd ms", "sdpa fp32 fwd+bwd ms", "sdpa bf16/vla", "sdpa fp32/vla"]
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + " --- |" * len(hdr))
+    Ts, vla, bf, fp = [], [], [], []
+    for r in rows_fb:
+        B, H, D, T = int(r["B"]), int(r["H"]), int(r["d"]), int(r["T"])
+        v = float(r["vla_fwdbwd_ms"])
+        s16 = sdpa_fwdbwd_ms(B, H, T, D, torch.bfloat16, a.reps)
+        s32 = sdpa_fwdbwd_ms(B, H, T, D, torch.float32, a.reps if T <= 16384 else 1)
+        Ts.append(T); vla.append(v); bf.append(s16); fp.append(s32)
+        print(f"| {T} | {v:.4g} | {s16:.4g} | {s32:.4g} | {s16 / v:.4g} | {s32 / v:.4g} |", flush=True)
+    print(f"B={B} H={H} D={D}: fused VLA fwd+bwd crosses below SDPA fp32 fwd+bwd at T {crossover(Ts, vla, fp)}, "
+          f"below SDPA bf16 fwd+bwd at T {crossover(Ts, vla, bf)}")
 
 
 if __name__ == "__main__":

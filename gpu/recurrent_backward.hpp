@@ -1,0 +1,42 @@
+#pragma once
+// Fused backward of the VLA recurrence (Algorithm 1, "vla" preset, rank 1, delta clamp) on the
+// already-projected per-token inputs of gpu/recurrent_forward.hpp: given q_raw, k_raw, v, u_raw and
+// dL/do, it produces dL/dq_raw, dL/dk_raw, dL/dv, dL/du_raw. One launch, one thread block per (b, h).
+// The adjoint equations and the reference are in gpu/vla_backward_reference.hpp; the design
+// (recompute from checkpoints, not step inversion) in gpu/recurrent_backward.cu and docs/gpu.md.
+// Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
+//
+// Tensor layout (fp32, row-major, on the device), as the forward's:
+//   x.q, x.k, x.v, x.u   (B, H, T, d)   forward inputs (x.o, x.g, x.stats are not read)
+//   g.dout               (B, H, T, d)   dL/do
+//   g.dq, g.dk, g.dv, g.du (B, H, T, d) outputs, every element written
+//   workspace            recurrent_backward_workspace_floats(...) floats, scratch (checkpoints)
+#include "gpu/recurrent_forward.hpp"
+
+#include <cstddef>
+
+namespace vla::gpu {
+
+struct RecurrentGrads {
+  const float* dout = nullptr;
+  float* dq = nullptr;
+  float* dk = nullptr;
+  float* dv = nullptr;
+  float* du = nullptr;
+};
+
+// Floats of device scratch the backward needs for (B, H, T, d): per sequence, one (S, A, z)
+// checkpoint every kBackwardChunk steps plus one chunk of per-step (S_{t-1}, A_{t-1}, z_{t-1}).
+inline constexpr int kBackwardChunk = 32;
+inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int d) {
+  const std::size_t slot = 2 * std::size_t(d) * d + d;
+  const std::size_t chunks = (std::size_t(T) + kBackwardChunk - 1) / kBackwardChunk;
+  return std::size_t(B) * H * (chunks + kBackwardChunk) * slot;
+}
+
+// Launches the fused backward on `stream`. Only RecurrentKind::Vla and d in {16, 32, 64} are
+// implemented; anything else returns cudaErrorInvalidValue (a missing pointer too) without launching.
+cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
+                               const RecurrentParams& p, float* workspace, cudaStream_t stream = nullptr);
+
+}  // namespace vla::gpu
