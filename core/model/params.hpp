@@ -1,0 +1,91 @@
+#pragma once
+// The model's parameters as one flat list of named tensors, so that the optimiser, the gradient
+// check, the checkpoint and the gradient buffers all walk the same list. Vectors are (n, 1) matrices.
+// Tensors a mixer does not use (W_u without VLA, w_g without DeltaNet) are (0, 0).
+#include "core/model/config.hpp"
+#include "core/scalar.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace vla::model {
+
+// Offsets of one block's tensors; block l starts at 2 + l * kPerBlock.
+enum BlockTensor : int {
+  LN1_G, LN1_B, WQ, BQ, WK, BK, WV, BV, WU, BU, WG, BG, WO, BO, LN2_G, LN2_B, W1, B1, W2, B2, kPerBlock
+};
+inline constexpr const char* kBlockNames[kPerBlock] = {"ln1.g", "ln1.b", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wu", "bu",
+                                                       "Wg", "bg", "Wo", "bo", "ln2.g", "ln2.b", "W1", "b1", "W2", "b2"};
+inline constexpr int TOK = 0, POS = 1;
+
+template <class T> struct Params {
+  std::vector<Mat<T>> t;
+  std::vector<std::string> names;
+
+  int block(int l, BlockTensor k) const { return 2 + l * kPerBlock + k; }
+  int lnf_g() const { return static_cast<int>(t.size()) - 2; }
+  int lnf_b() const { return static_cast<int>(t.size()) - 1; }
+  Mat<T>& at(int l, BlockTensor k) { return t[block(l, k)]; }
+  const Mat<T>& at(int l, BlockTensor k) const { return t[block(l, k)]; }
+
+  // Same layout, all zero (a gradient buffer).
+  Params zeros_like() const {
+    Params z{t, names};
+    for (auto& m : z.t) m.setZero();
+    return z;
+  }
+  std::size_t count() const {
+    std::size_t n = 0;
+    for (const auto& m : t) n += m.size();
+    return n;
+  }
+  template <class To> Params<To> cast() const {
+    Params<To> o;
+    o.names = names;
+    for (const auto& m : t) o.t.push_back(cast_matrix<To>(m));
+    return o;
+  }
+};
+
+// Deterministic initialisation from a seed (drawn in double, then rounded to T, so every scalar type
+// starts from the same point): embeddings N(0, 0.02^2) (GPT-2), projections N(0, 1/fan_in) as
+// core/layers random_weights, LayerNorm gains 1, biases 0.
+template <class T> Params<T> init_params(const ModelConfig& c, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  auto gauss = [&](int rows, int cols, double sd) {
+    std::normal_distribution<double> n(0.0, sd);
+    Mat<double> m(rows, cols);
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i) m(i, j) = n(gen);
+    return cast_matrix<T>(m);
+  };
+  auto zeros = [](int n) { return Mat<T>(Mat<T>::Zero(n, 1)); };
+  auto ones = [](int n) { return Mat<T>(Mat<T>::Ones(n, 1)); };
+  const int d = c.d_model, hd = c.heads * c.d_head, dh = c.d_head;
+  const Needs needs = with_rule<Precision<double>>(c.mixer, [](auto&& r) { return std::decay_t<decltype(r)>::needs; });
+  Params<T> p;
+  auto add = [&](std::string n, Mat<T> m) { p.names.push_back(std::move(n)); p.t.push_back(std::move(m)); };
+  add("tok_emb", gauss(c.vocab, d, 0.02));    // (V, d), also the output head (tied)
+  add("pos_emb", gauss(c.max_len, d, 0.02));  // (max_len, d)
+  for (int l = 0; l < c.layers; ++l) {
+    const std::string b = fmt::format("block{}.", l);
+    add(b + "ln1.g", ones(d)); add(b + "ln1.b", zeros(d));
+    add(b + "Wq", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bq", zeros(hd));  // (H*dh, d), (H*dh)
+    add(b + "Wk", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bk", zeros(hd));
+    add(b + "Wv", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bv", zeros(hd));
+    if (needs.penalty) { add(b + "Wu", gauss(c.heads * dh, dh, 1 / std::sqrt(double(dh)))); add(b + "bu", zeros(c.heads * dh)); }
+    else { add(b + "Wu", Mat<T>()); add(b + "bu", Mat<T>()); }                         // (H*dh, dh) per-head blocks
+    if (needs.gate) { add(b + "Wg", gauss(c.heads, d, 1 / std::sqrt(double(d)))); add(b + "bg", zeros(c.heads)); }
+    else { add(b + "Wg", Mat<T>()); add(b + "bg", Mat<T>()); }                         // (H, d), (H)
+    add(b + "Wo", gauss(d, hd, 1 / std::sqrt(double(hd)))); add(b + "bo", zeros(d));  // (d, H*dh), (d)
+    add(b + "ln2.g", ones(d)); add(b + "ln2.b", zeros(d));
+    add(b + "W1", gauss(c.ffn, d, 1 / std::sqrt(double(d)))); add(b + "b1", zeros(c.ffn));       // (F, d), (F)
+    add(b + "W2", gauss(d, c.ffn, 1 / std::sqrt(double(c.ffn)))); add(b + "b2", zeros(d));       // (d, F), (d)
+  }
+  add("lnf.g", ones(d)); add("lnf.b", zeros(d));
+  return p;
+}
+
+}  // namespace vla::model
