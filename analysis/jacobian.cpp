@@ -111,6 +111,8 @@ std::string write_jacobian(const JacobianConfig& cfg, const std::vector<Jacobian
               "||J_t||_2 (log scale)", true, false);
   PlotSpec p2 = plot_spec(fmt::format("Product norm ||J_1 ... J_t||_2 over t <= {}", cfg.product_T), "steps t",
               "||J_1...J_t||_2 (log scale)", true, false);
+  p1.extra = "set yrange [0.5:*]\n";  // VLAv3 sits at ~1: keep it off the bottom edge
+  p2.extra = "set yrange [0.5:*]\n";
   for (std::size_t i = 0; i < r.size(); ++i) {
     p1.series.push_back({int(i) + 2, header[i + 1]});
     p2.series.push_back({int(i) + 2, header[i + 1]});

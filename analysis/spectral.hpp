@@ -86,7 +86,17 @@ template <class T> Mat<T> step_map(const Vec<T>& k_read, const Vec<T>& w, const 
 // exponent. Accumulates in T to keep the running sum exact enough for mp50.
 template <class T> class LyapunovQR {
  public:
-  LyapunovQR(int d, int k = 1) : Q_(Mat<T>::Identity(d, k)), sums_(Vec<T>::Zero(k)) {}
+  // The start basis is a fixed pseudo-random orthonormal (d, k) matrix: a coordinate start could be
+  // orthogonal to the top direction (e.g. for a diagonal map) and would never see it.
+  LyapunovQR(int d, int k = 1, std::uint64_t seed = 11) : sums_(Vec<T>::Zero(k)) {
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<double> n(0.0, 1.0);
+    Mat<T> G(d, k);
+    for (int j = 0; j < k; ++j)
+      for (int i = 0; i < d; ++i) G(i, j) = T(n(gen));
+    Eigen::HouseholderQR<Mat<T>> qr(G);
+    Q_ = qr.householderQ() * Mat<T>::Identity(d, k);
+  }
   void push(const Mat<T>& M) {
     using std::abs;
     using std::log;
