@@ -1,0 +1,70 @@
+#pragma once
+// The shared case of the precision tests: one single-head layer (d_model = d_head = 8), T = 16 tokens,
+// fixed random weights and inputs, run for a mixer in precision P; Y returned in double.
+// precision_reference.cpp computes it in mp100 (the ground truth); precision_*.cpp in each format.
+#include "core/layers/mixer_layer.hpp"
+#include "core/rules/registry.hpp"
+
+#include <random>
+#include <string>
+
+namespace vla::test {
+
+inline constexpr int kPrecT = 16, kPrecD = 8;
+
+inline const MixerWeights<double>& precision_case_weights() {
+  static const MixerWeights<double> w = [] {
+    LayerShape s{kPrecD, kPrecD, 1, 1};
+    auto w = random_weights<double>(s, Needs{.penalty = true, .gate = true}, 21);
+    return w;
+  }();
+  return w;
+}
+
+inline const Mat<double>& precision_case_input() {
+  static const Mat<double> X = [] {
+    std::mt19937_64 g(22);
+    std::normal_distribution<double> n;
+    Mat<double> x(kPrecT, kPrecD);  // (T, d_model)
+    for (int t = 0; t < kPrecT; ++t)
+      for (int i = 0; i < kPrecD; ++i) x(t, i) = n(g);
+    return x;
+  }();
+  return X;
+}
+
+// Y (T, d_model) of `mixer` in precision P, from the double weights and input rounded once to
+// P's storage type.
+template <class P> Mat<double> precision_case_run(const std::string& mixer) {
+  using S = typename P::storage_t;
+  MixerConfig cfg;
+  cfg.mixer = mixer;
+  return with_rule<P>(cfg, [&](auto rule) {
+    const MixerLayer<decltype(rule)> layer(LayerShape{kPrecD, kPrecD, 1, 1}, rule,
+                                           precision_case_weights().template cast<S>());
+    return cast_matrix<double>(layer.forward({cast_matrix<S>(precision_case_input())})[0]);
+  });
+}
+
+// The mp100 result (computed once per mixer, in precision_reference.cpp).
+const Mat<double>& precision_case_reference(const std::string& mixer);
+
+// max_t ||y_t - y_ref_t|| / max_t ||y_ref_t||
+inline double precision_case_error(const Mat<double>& Y, const Mat<double>& R) {
+  return (Y - R).rowwise().norm().maxCoeff() / R.rowwise().norm().maxCoeff();
+}
+
+// The tolerance for a format whose *storage* unit roundoff is u. Every state element and every
+// projection is rounded to storage each step, so the storage u governs even when compute is wider.
+// Probabilistic rounding-error analysis (Higham & Mary 2019): an accumulation of n rounded ops has
+// relative error below lambda * sqrt(n) * u with high probability, lambda a small constant. Along a
+// forward of T steps each output depends on ~T * 4d chained roundings (projection, write S k,
+// read S phi(q) and z^T phi(q), output projection, each a length-d dot product), n = 16 * 32 = 512,
+// sqrt(n) ~ 23. We take lambda = 8 to cover the amplification of the recurrences here (kappa of the
+// VLA penalty M_t is < 25 for T = 16, d = 8, and the residual write's ||I - alpha_hat k_hat^T||_2 is
+// modestly above 1): tol = 8 * sqrt(512) * u ~ 181 u.
+inline double precision_case_tolerance(double u) { return 8.0 * std::sqrt(double(kPrecT) * 4 * kPrecD) * u; }
+
+inline const char* const kPrecMixers[] = {"vla", "linear", "deltanet", "softmax"};
+
+}  // namespace vla::test
