@@ -36,17 +36,29 @@ template <int D> struct Smem {
   static constexpr std::size_t BYTES = FLOATS * sizeof(float);
 };
 
+// Dot products over d with 4 independent accumulators: the FMA chain is d/4 long, not d (the
+// kernel is latency-bound; see docs/gpu.md).
 template <int D> __device__ __forceinline__ float row_dot(const float* M, int j, const float* x) {
-  float acc = 0.f;
-#pragma unroll 8
-  for (int c = 0; c < D; ++c) acc = fmaf(M[j * Smem<D>::LD + c], x[c], acc);
-  return acc;
+  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma unroll 4
+  for (int c = 0; c < D; c += 4) {
+    a0 = fmaf(M[j * Smem<D>::LD + c], x[c], a0);
+    a1 = fmaf(M[j * Smem<D>::LD + c + 1], x[c + 1], a1);
+    a2 = fmaf(M[j * Smem<D>::LD + c + 2], x[c + 2], a2);
+    a3 = fmaf(M[j * Smem<D>::LD + c + 3], x[c + 3], a3);
+  }
+  return (a0 + a1) + (a2 + a3);
 }
 template <int D> __device__ __forceinline__ float col_dot(const float* M, int j, const float* x) {
-  float acc = 0.f;
-#pragma unroll 8
-  for (int c = 0; c < D; ++c) acc = fmaf(M[c * Smem<D>::LD + j], x[c], acc);
-  return acc;
+  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma unroll 4
+  for (int c = 0; c < D; c += 4) {
+    a0 = fmaf(M[c * Smem<D>::LD + j], x[c], a0);
+    a1 = fmaf(M[(c + 1) * Smem<D>::LD + j], x[c + 1], a1);
+    a2 = fmaf(M[(c + 2) * Smem<D>::LD + j], x[c + 2], a2);
+    a3 = fmaf(M[(c + 3) * Smem<D>::LD + j], x[c + 3], a3);
+  }
+  return (a0 + a1) + (a2 + a3);
 }
 // Column j of M += a b_j (thread j's share of the rank-1 update M += a b^T).
 template <int D> __device__ __forceinline__ void col_axpy(float* M, int j, const float* a, float bj) {
@@ -64,16 +76,21 @@ template <int D, int N> __device__ __forceinline__ void block_sums(float (&x)[N]
   __syncthreads();
 #pragma unroll
   for (int n = 0; n < N; ++n) {
-    float s = 0.f;
-#pragma unroll 8
-    for (int c = 0; c < D; ++c) s += red[n * D + c];
-    x[n] = s;
+    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;  // 4 chains, as the dots
+#pragma unroll
+    for (int c = 0; c < D; c += 4) {
+      s0 += red[n * D + c];
+      s1 += red[n * D + c + 1];
+      s2 += red[n * D + c + 2];
+      s3 += red[n * D + c + 3];
+    }
+    x[n] = (s0 + s1) + (s2 + s3);
   }
   __syncthreads();
 }
 
 // Column j of the state to / from one scratch slot (S, A: d x d row-major, then zs: d). Thread j
-// moves only its own column, which only it writes, so the copies need no barrier of their own.
+// moves only its own column, which only it writes, so a save needs no barrier of its own.
 template <int D> __device__ __forceinline__ void save(float* slot, const float* S, const float* A, float zs) {
   const int j = threadIdx.x;
   for (int c = 0; c < D; ++c) {
@@ -82,14 +99,30 @@ template <int D> __device__ __forceinline__ void save(float* slot, const float* 
   }
   slot[2 * D * D + j] = zs;
 }
-template <int D> __device__ __forceinline__ float load(const float* slot, float* S, float* A) {
-  const int j = threadIdx.x;
-  for (int c = 0; c < D; ++c) {
-    S[c * Smem<D>::LD + j] = slot[c * D + j];
-    A[c * Smem<D>::LD + j] = slot[D * D + c * D + j];
+// A slot's column j held in registers (fully unrolled: 2d + 1 registers), so that the reverse pass
+// can issue step t-1's loads at the top of step t and have them land while step t computes: one
+// L2 round trip per step, overlapped, instead of 2d dependent ones.
+template <int D> struct SlotRegs {
+  float r[2 * D + 1];
+  __device__ __forceinline__ void fetch(const float* slot) {
+    const int j = threadIdx.x;
+#pragma unroll
+    for (int c = 0; c < D; ++c) {
+      r[c] = slot[c * D + j];
+      r[D + c] = slot[D * D + c * D + j];
+    }
+    r[2 * D] = slot[2 * D * D + j];
   }
-  return slot[2 * D * D + j];
-}
+  __device__ __forceinline__ float commit(float* S, float* A) const {
+    const int j = threadIdx.x;
+#pragma unroll
+    for (int c = 0; c < D; ++c) {
+      S[c * Smem<D>::LD + j] = r[c];
+      A[c * Smem<D>::LD + j] = r[D + c];
+    }
+    return r[2 * D];
+  }
+};
 
 // Step t's forward quantities from S = S_{t-1}, A = A_{t-1} (Alg. 1 lines 8-21), thread j's share.
 struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
@@ -181,30 +214,51 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   __syncthreads();
 
   // Pass 1: forward, checkpoint (S_{t-1}, A_{t-1}, zs_{t-1}) before every CH-th step.
-  for (int t = 0; t < T; ++t) {
+  // Token inputs are read one step ahead (they do not depend on the state), so their global-load
+  // latency overlaps the step, as in the forward kernel.
+  auto in3 = [&](int t, float& kr, float& ur, float& vr) {
     const long long o = base + (long long)t * D + j;
+    kr = x.k[o]; ur = x.u[o]; vr = x.v[o];
+  };
+  float kn, un, vn;
+  in3(0, kn, un, vn);
+  for (int t = 0; t < T; ++t) {
+    const float kr = kn, ur = un, vr = vn;
+    if (t + 1 < T) in3(t + 1, kn, un, vn);
     if (t % CH == 0) save<D>(ck + (long long)(t / CH) * SLOT, S, A, zs);
-    const StepVals s = prelude<D>(t, x.k[o], x.u[o], x.v[o], S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
+    const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
     advance<D>(s, S, A, zs, sh_z, sh_e);
   }
 
   // Pass 2: chunks from the last; recompute the chunk's states into scratch, then reverse through it.
   for (int c = chunks - 1; c >= 0; --c) {
     const int t0 = c * CH, t1 = min(T, t0 + CH);
+    SlotRegs<D> regs;
+    regs.fetch(ck + (long long)c * SLOT);
     __syncthreads();  // every reader of S, A from the previous chunk's reverse steps is done
-    zs = load<D>(ck + (long long)c * SLOT, S, A);
+    zs = regs.commit(S, A);
     __syncthreads();
+    in3(t0, kn, un, vn);
     for (int t = t0; t < t1; ++t) {
-      const long long o = base + (long long)t * D + j;
+      const float kr = kn, ur = un, vr = vn;
+      if (t + 1 < t1) in3(t + 1, kn, un, vn);
       save<D>(scratch + (long long)(t - t0) * SLOT, S, A, zs);
-      const StepVals s = prelude<D>(t, x.k[o], x.u[o], x.v[o], S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
+      const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
       advance<D>(s, S, A, zs, sh_z, sh_e);
     }
+    regs.fetch(scratch + (long long)(t1 - 1 - t0) * SLOT);
+    float qn, dn;
+    auto in5 = [&](int t) { in3(t, kn, un, vn); const long long o = base + (long long)t * D + j; qn = x.q[o]; dn = g.dout[o]; };
+    in5(t1 - 1);
     for (int t = t1 - 1; t >= t0; --t) {
       const long long o = base + (long long)t * D + j;
+      const float kr = kn, ur = un, vr = vn, qr = qn, dor = dn;
       __syncthreads();  // the previous reverse step's readers of S, A are done
-      zs = load<D>(scratch + (long long)(t - t0) * SLOT, S, A);  // S_{t-1}, A_{t-1}, zs_{t-1}
-      const float kr = x.k[o], ur = x.u[o], vr = x.v[o], qr = x.q[o], dor = g.dout[o];
+      zs = regs.commit(S, A);                                       // S_{t-1}, A_{t-1}, zs_{t-1}
+      if (t > t0) {                                                 // step t-1's, in flight during step t
+        regs.fetch(scratch + (long long)(t - 1 - t0) * SLOT);
+        in5(t - 1);
+      }
       const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
 
       // Read (line 26): o = S_t qf / den with S_t qf = S_{t-1} qf + e (ah.qf).
