@@ -1,0 +1,69 @@
+// `vla jacobian`, `vla recovery`, `vla precision-atlas`: the ledger's analyses on their own, with
+// every setting on the command line (analysis/jacobian.hpp, recovery.hpp, precision_atlas.hpp).
+#include "analysis/jacobian.hpp"
+#include "analysis/precision_atlas.hpp"
+#include "analysis/recovery.hpp"
+#include "cli/command.hpp"
+
+#include <fmt/format.h>
+
+namespace {
+
+void vla_options(CLI::App& app, vla::MixerConfig& m) {
+  app.add_option("--lambda0", m.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
+  app.add_option("--eps", m.penalty.eps, "denominator floor (all mixers)")->capture_default_str();
+  app.add_option("--refresh-period", m.penalty.refresh_period, "VLA: refresh every K steps (0 = off)")->capture_default_str();
+}
+
+const vla::cli::RegisterCommand jac{
+    "jacobian", "per-step Jacobian spectral norm three ways, product norm over T, Lyapunov exponent (Table 2)",
+    [](CLI::App& app) {
+      auto c = std::make_shared<vla::analysis::JacobianConfig>();
+      auto out = std::make_shared<std::string>("reports/jacobian");
+      app.add_option("--d-heads", c->d_heads, "head dimensions")->delimiter(',')->capture_default_str();
+      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
+      app.add_option("--T", c->T, "steps")->capture_default_str();
+      app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
+      app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
+      app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
+      vla_options(app, c->base);
+      app.add_option("--out", *out, "output folder")->capture_default_str();
+      app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_jacobian(*c, vla::analysis::run_jacobian(*c), *out)); });
+    }};
+
+const vla::cli::RegisterCommand rec{
+    "recovery", "exact recovery / capacity (Prop. 3): write n pairs, read them back, per rule, key family, precision",
+    [](CLI::App& app) {
+      auto c = std::make_shared<vla::analysis::RecoveryConfig>();
+      auto out = std::make_shared<std::string>("reports/recovery");
+      app.add_option("--d-head", c->d_head, "head dimension")->capture_default_str();
+      app.add_option("--n", c->ns, "numbers of pairs")->delimiter(',')->capture_default_str();
+      app.add_option("--keys", c->key_kinds, "orthonormal, random, correlated")->delimiter(',')->capture_default_str();
+      app.add_option("--rho", c->rho, "pairwise correlation of the correlated family")->capture_default_str();
+      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
+      app.add_option("--precisions", c->precisions, "double, mp50")->delimiter(',')->capture_default_str();
+      app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
+      app.add_option("--seed", c->seed, "seed")->capture_default_str();
+      vla_options(app, c->base);
+      app.add_option("--out", *out, "output folder")->capture_default_str();
+      app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
+    }};
+
+const vla::cli::RegisterCommand atlas{
+    "precision-atlas", "each rule in each format vs mp50: error vs t, first non-finite step, A loses PD, guard firings",
+    [](CLI::App& app) {
+      auto c = std::make_shared<vla::analysis::AtlasConfig>();
+      auto out = std::make_shared<std::string>("reports/precision_atlas");
+      app.add_option("--d-head", c->d_head, "head dimension")->capture_default_str();
+      app.add_option("--T", c->T, "steps")->capture_default_str();
+      app.add_option("--seed", c->seed, "seed")->capture_default_str();
+      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
+      app.add_option("--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions))->delimiter(',')->capture_default_str();
+      app.add_option("--policies", c->policies, "clamp, skip, no-refresh, renorm")->delimiter(',')->capture_default_str();
+      app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
+      vla_options(app, c->base);
+      app.add_option("--out", *out, "output folder")->capture_default_str();
+      app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_atlas(*c, vla::analysis::run_atlas(*c), *out)); });
+    }};
+
+}  // namespace
