@@ -3,6 +3,7 @@
 // tag: it needs no device, so CI (nvcc present, no GPU) runs it; it is what every GPU backward test
 // trusts, so it must be checked against an independent forward, not against the reference's own.
 #include "core/rules/registry.hpp"
+#include "gpu/delta_backward_reference.hpp"
 #include "gpu/vla_backward_reference.hpp"
 
 #include <catch2/catch.hpp>
@@ -80,5 +81,76 @@ TEST_CASE("VLA reference backward matches central finite differences of the core
     INFO("d L / d " << a.name << ": max |fd - ref| = " << emax << ", max |fd| = " << gmax);
     CHECK(gmax > 0);  // the input reaches the loss (else the comparison below is vacuous)
     CHECK(emax <= 1e-6 * gmax);
+  }
+}
+
+namespace {
+
+// L = sum(w * o) of the core rule `mixer` ("linear" or "deltanet") in double; gate: (T).
+double core_loss_delta(const std::string& mixer, int T, int d, const std::vector<double>& q, const std::vector<double>& k,
+                       const std::vector<double>& v, const std::vector<double>& gate, const std::vector<double>& w) {
+  vla::MixerConfig cfg;
+  cfg.mixer = mixer;
+  double L = 0;
+  vla::with_rule<vla::Precision<double>>(cfg, [&](auto rule) {
+    auto st = rule.init(1, d);
+    vla::HeadInputs<double> in;
+    in.q.resize(d, 1); in.k.resize(d, 1); in.v.resize(d, 1); in.u.resize(d, 1); in.gate.resize(1);
+    vla::Mat<double> out;
+    for (int t = 0; t < T; ++t) {
+      for (int i = 0; i < d; ++i) {
+        const std::size_t x = std::size_t(t) * d + i;
+        in.q(i, 0) = q[x]; in.k(i, 0) = k[x]; in.v(i, 0) = v[x]; in.u(i, 0) = 0.0;
+      }
+      in.gate(0) = gate[t];
+      rule.step(st, in, out, nullptr);
+      for (int i = 0; i < d; ++i) L += w[std::size_t(t) * d + i] * out(i, 0);
+    }
+    return 0;
+  });
+  return L;
+}
+
+}  // namespace
+
+TEST_CASE("linear attention and DeltaNet reference backward match finite differences of the core rules", "[gpu-reference]") {
+  // Same scheme and tolerance as the VLA case above (h = 1e-5; 1e-6 of the largest gradient).
+  const int T = 31, d = 5;
+  const std::size_t N = std::size_t(T) * d;
+  for (bool deltanet : {false, true}) {
+    const std::string mixer = deltanet ? "deltanet" : "linear";
+    std::mt19937_64 gen(deltanet ? 77 : 78);
+    std::normal_distribution<double> n(0.0, 1.0);
+    std::vector<double> q(N), k(N), v(N), w(N), gate(T);
+    for (auto* x : {&q, &k, &v, &w, &gate})
+      for (double& e : *x) e = n(gen);
+    std::vector<double> o, dq, dk, dv, dgate;
+    vla::gpu::ref::delta_backward<double>(deltanet, T, d, q, k, v, gate, w, o, dq, dk, dv, dgate);
+    double L_ref = 0;
+    for (std::size_t x = 0; x < N; ++x) L_ref += w[x] * o[x];
+    const double L0 = core_loss_delta(mixer, T, d, q, k, v, gate, w);
+    INFO(mixer);
+    CHECK(std::abs(L_ref - L0) <= 1e-10 * (1 + std::abs(L0)));  // the reference's forward is the core rule's
+    const double h = 1e-5;
+    struct Arg { const char* name; std::vector<double>* x; const std::vector<double>* g; };
+    std::vector<Arg> args{{"q_raw", &q, &dq}, {"k_raw", &k, &dk}, {"v", &v, &dv}};
+    if (deltanet) args.push_back({"gate", &gate, &dgate});
+    for (const Arg& a : args) {
+      double gmax = 0, emax = 0;
+      for (std::size_t x = 0; x < a.x->size(); ++x) {
+        const double x0 = (*a.x)[x];
+        (*a.x)[x] = x0 + h;
+        const double Lp = core_loss_delta(mixer, T, d, q, k, v, gate, w);
+        (*a.x)[x] = x0 - h;
+        const double Lm = core_loss_delta(mixer, T, d, q, k, v, gate, w);
+        (*a.x)[x] = x0;
+        const double fd = (Lp - Lm) / (2 * h);
+        gmax = std::max(gmax, std::abs(fd));
+        emax = std::max(emax, std::abs(fd - (*a.g)[x]));
+      }
+      INFO(mixer << " d L / d " << a.name << ": max |fd - ref| = " << emax << ", max |fd| = " << gmax);
+      CHECK(gmax > 0);
+      CHECK(emax <= 1e-6 * gmax);
+    }
   }
 }
