@@ -2,7 +2,7 @@ set terminal pngcairo size 900,560 enhanced font 'Sans,11'
 set output "precision_linear.png"
 set datafile separator ','
 set datafile missing 'nan'
-set title "linear: output error vs mp50 (d_h = 16, policy default)" noenhanced
+set title "linear: output error vs mp50 (d_h = 32, policy default)" noenhanced
 set xlabel "token t" noenhanced
 set ylabel "||o_t - o_t^{mp50}|| / ||o_t^{mp50}|| (log scale)" noenhanced
 set grid
