@@ -125,7 +125,8 @@ def main():
     rows_fb = [r for r in rows if "vla_fwdbwd_ms" in r and not math.isnan(float(r["vla_fwdbwd_ms"]))]
     if not rows_fb:
         return
-    hdr = ["T", "vla fwd+bwd ms", "sdpa bf16 fwd+bwd ms", "sdpa fp32 fwd+bwd ms", "sdpa bf16/vla", "sdpa fp32/vla"]
+    hdr = ["T", "vla fwd+bwd ms", "linear fwd+bwd ms", "deltanet fwd+bwd ms", "sdpa bf16 fwd+bwd ms",
+           "sdpa fp32 fwd+bwd ms", "sdpa bf16/vla", "sdpa fp32/vla"]
     print("| " + " | ".join(hdr) + " |")
     print("|" + " --- |" * len(hdr))
     Ts, vla, bf, fp = [], [], [], []
@@ -135,7 +136,8 @@ def main():
         s16 = sdpa_fwdbwd_ms(B, H, T, D, torch.bfloat16, a.reps)
         s32 = sdpa_fwdbwd_ms(B, H, T, D, torch.float32, a.reps if T <= 16384 else 1)
         Ts.append(T); vla.append(v); bf.append(s16); fp.append(s32)
-        print(f"| {T} | {v:.4g} | {s16:.4g} | {s32:.4g} | {s16 / v:.4g} | {s32 / v:.4g} |", flush=True)
+        lin, dn = float(r.get("linear_fwdbwd_ms", "nan")), float(r.get("deltanet_fwdbwd_ms", "nan"))
+        print(f"| {T} | {v:.4g} | {lin:.4g} | {dn:.4g} | {s16:.4g} | {s32:.4g} | {s16 / v:.4g} | {s32 / v:.4g} |", flush=True)
     print(f"B={B} H={H} D={D}: fused VLA fwd+bwd crosses below SDPA fp32 fwd+bwd at T {crossover(Ts, vla, fp)}, "
           f"below SDPA bf16 fwd+bwd at T {crossover(Ts, vla, bf)}")
 

@@ -91,25 +91,26 @@ template <int D, int N> __device__ __forceinline__ void block_sums(float (&x)[N]
 
 // Column j of the state to / from one scratch slot (S, A: d x d row-major, then zs: d). Thread j
 // moves only its own column, which only it writes, so a save needs no barrier of its own.
-template <int D> __device__ __forceinline__ void save(float* slot, const float* S, const float* A, float zs) {
+template <int D, bool WITH_A = true>
+__device__ __forceinline__ void save(float* slot, const float* S, const float* A, float zs) {
   const int j = threadIdx.x;
   for (int c = 0; c < D; ++c) {
     slot[c * D + j] = S[c * Smem<D>::LD + j];
-    slot[D * D + c * D + j] = A[c * Smem<D>::LD + j];
+    if constexpr (WITH_A) slot[D * D + c * D + j] = A[c * Smem<D>::LD + j];
   }
   slot[2 * D * D + j] = zs;
 }
 // A slot's column j held in registers (fully unrolled: 2d + 1 registers), so that the reverse pass
 // can issue step t-1's loads at the top of step t and have them land while step t computes: one
 // L2 round trip per step, overlapped, instead of 2d dependent ones.
-template <int D> struct SlotRegs {
+template <int D, bool WITH_A = true> struct SlotRegs {
   float r[2 * D + 1];
   __device__ __forceinline__ void fetch(const float* slot) {
     const int j = threadIdx.x;
 #pragma unroll
     for (int c = 0; c < D; ++c) {
       r[c] = slot[c * D + j];
-      r[D + c] = slot[D * D + c * D + j];
+      if constexpr (WITH_A) r[D + c] = slot[D * D + c * D + j];
     }
     r[2 * D] = slot[2 * D * D + j];
   }
@@ -118,7 +119,7 @@ template <int D> struct SlotRegs {
 #pragma unroll
     for (int c = 0; c < D; ++c) {
       S[c * Smem<D>::LD + j] = r[c];
-      A[c * Smem<D>::LD + j] = r[D + c];
+      if constexpr (WITH_A) A[c * Smem<D>::LD + j] = r[D + c];
     }
     return r[2 * D];
   }
@@ -323,32 +324,176 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   }
 }
 
-template <int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
-                                    float* ws, cudaStream_t s) {
+
+// Linear attention (DELTA = false) and DeltaNet (DELTA = true): the same two passes and layout with S
+// alone (no A; the slots' A half is unused). Adjoints: gpu/delta_backward_reference.hpp.
+template <bool DELTA, int D>
+__global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensors x, const RecurrentGrads g,
+                                                           const RecurrentParams prm, float* workspace) {
+  using M = Smem<D>;
+  constexpr int CH = kBackwardChunk, SLOT = 2 * D * D + D;
+  extern __shared__ __align__(16) float sm[];
+  float* S = sm;
+  float* dS = S + 2 * M::MAT;
+  float* sh_kh = dS + 2 * M::MAT;
+  float* sh_e = sh_kh + D;
+  float* sh_qf = sh_e + D;
+  float* sh_g = sh_qf + D;
+  float* sh_de = sh_g + D;
+  float* red = sh_de + 6 * D;
+
+  const int j = threadIdx.x, T = x.T;
+  const long long seq = blockIdx.x;
+  const long long base = seq * T * D;
+  const int chunks = (T + CH - 1) / CH;
+  float* ck = workspace + seq * (long long)(chunks + CH) * SLOT;
+  float* scratch = ck + (long long)chunks * SLOT;
+  const bool gated = DELTA && x.g;
+  for (int c = 0; c < D; ++c) { S[c * M::LD + j] = 0.f; dS[c * M::LD + j] = 0.f; }
+  float zs = 0.f, dzs = 0.f;
+  __syncthreads();
+
+  struct Vals { float kf, nk, kh, beta, e; };
+  // Step t's kf, k_hat, beta, e from S = S_{t-1}; publishes sh_kh (the write key) and sh_e.
+  auto prelude = [&](int t, float kr, float vr) {
+    Vals s;
+    s.kf = phi(kr);
+    float r1[1] = {s.kf * s.kf};
+    block_sums<D, 1>(r1, red);  // also the step's opening barrier
+    s.nk = sqrtf(r1[0]);
+    s.beta = gated ? 1.f / (1.f + expf(-x.g[seq * T + t])) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
+    if constexpr (DELTA) {
+      s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;
+      sh_kh[j] = s.kh;
+      __syncthreads();
+      s.e = vr - row_dot<D>(S, j, sh_kh);  // e = v - S_{t-1} k_hat
+    } else {
+      s.kh = s.kf;  // linear attention writes v phi(k)^T (eq. 3)
+      s.e = vr;
+      sh_kh[j] = s.kh;
+    }
+    sh_e[j] = s.e;
+    __syncthreads();
+    return s;
+  };
+  auto advance = [&](const Vals& s) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
+    if constexpr (DELTA)
+      for (int c = 0; c < D; ++c) S[c * M::LD + j] = fmaf(sh_e[c], s.kh, s.beta * S[c * M::LD + j]);
+    else
+      col_axpy<D>(S, j, sh_e, s.kh);
+    zs += s.kf;
+  };
+
+  for (int t = 0; t < T; ++t) {
+    const long long o = base + (long long)t * D + j;
+    if (t % CH == 0) save<D, false>(ck + (long long)(t / CH) * SLOT, S, nullptr, zs);
+    advance(prelude(t, x.k[o], x.v[o]));
+  }
+  for (int c = chunks - 1; c >= 0; --c) {
+    const int t0 = c * CH, t1 = min(T, t0 + CH);
+    SlotRegs<D, false> regs;
+    regs.fetch(ck + (long long)c * SLOT);
+    __syncthreads();
+    zs = regs.commit(S, nullptr);
+    __syncthreads();
+    for (int t = t0; t < t1; ++t) {
+      const long long o = base + (long long)t * D + j;
+      save<D, false>(scratch + (long long)(t - t0) * SLOT, S, nullptr, zs);
+      advance(prelude(t, x.k[o], x.v[o]));
+    }
+    regs.fetch(scratch + (long long)(t1 - 1 - t0) * SLOT);
+    for (int t = t1 - 1; t >= t0; --t) {
+      const long long o = base + (long long)t * D + j;
+      const float kr = x.k[o], vr = x.v[o], qr = x.q[o], dor = g.dout[o];
+      __syncthreads();
+      zs = regs.commit(S, nullptr);  // S_{t-1}, zs_{t-1}
+      if (t > t0) regs.fetch(scratch + (long long)(t - 1 - t0) * SLOT);
+      const Vals s = prelude(t, kr, vr);
+      // Read: S_t qf = beta S_{t-1} qf + e (kh.qf); dqf = S_t^T g = beta S_{t-1}^T g + kh (e.g).
+      const float qf = phi(qr), zst = zs + s.kf;
+      sh_qf[j] = qf;
+      __syncthreads();
+      const float Sq = row_dot<D>(S, j, sh_qf);
+      float r4[2] = {zst * qf, s.kh * qf};
+      block_sums<D, 2>(r4, red);
+      const float den = r4[0] < prm.eps ? prm.eps : r4[0];
+      const float o_j = (s.beta * Sq + s.e * r4[1]) / den;
+      const float gj = dor / den;
+      sh_g[j] = gj;
+      float r5[2] = {gj * o_j, s.e * gj};
+      block_sums<D, 2>(r5, red);
+      float dqf = s.beta * col_dot<D>(S, j, sh_g) + s.kh * r5[1];
+      if (!(r4[0] < prm.eps)) {
+        dqf -= r5[0] * zst;
+        dzs -= r5[0] * qf;
+      }
+      g.dq[o] = dqf * dphi(qr);
+      col_axpy<D>(dS, j, sh_g, qf);  // dS += g qf^T
+      __syncthreads();
+      // Write: de = dS kh (= dv), dkh = dS^T e [- S_{t-1}^T de], dbeta = <dS, S_{t-1}>.
+      const float de = row_dot<D>(dS, j, sh_kh);
+      float dkh = col_dot<D>(dS, j, sh_e);
+      g.dv[o] = de;
+      if constexpr (DELTA) {
+        sh_de[j] = de;
+        float rb = 0.f;
+        for (int c = 0; c < D; ++c) rb = fmaf(dS[j * M::LD + c], S[j * M::LD + c], rb);
+        float r6[1] = {rb};
+        block_sums<D, 1>(r6, red);  // all reads of dS done before the update below
+        if (gated && j == 0) g.dg[seq * T + t] = r6[0] * s.beta * (1.f - s.beta);
+        dkh -= col_dot<D>(S, j, sh_de);
+        for (int c = 0; c < D; ++c) dS[c * M::LD + j] = s.beta * dS[c * M::LD + j] - sh_de[c] * s.kh;
+        float r9[1] = {s.kh * dkh};
+        block_sums<D, 1>(r9, red);
+        const float dkf = dzs + (s.nk == 0.f ? 0.f : (dkh - s.kh * r9[0]) / s.nk);
+        g.dk[o] = dkf * dphi(kr);
+      } else {
+        g.dk[o] = (dzs + dkh) * dphi(kr);
+      }
+    }
+  }
+}
+
+template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g,
+                                                    const RecurrentParams& p, float* ws, cudaStream_t s) {
   const std::size_t bytes = Smem<D>::BYTES;
+  auto kernel = K == RecurrentKind::Vla ? vla_backward_kernel<D>
+              : K == RecurrentKind::DeltaNet ? delta_backward_kernel<true, D> : delta_backward_kernel<false, D>;
   if (bytes > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(vla_backward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
     if (e != cudaSuccess) return e;
   }
-  vla_backward_kernel<D><<<dim3(unsigned(x.B) * unsigned(x.H)), dim3(D), bytes, s>>>(x, g, p, ws);
+  kernel<<<dim3(unsigned(x.B) * unsigned(x.H)), dim3(D), bytes, s>>>(x, g, p, ws);
   return cudaGetLastError();
+}
+
+template <RecurrentKind K>
+cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, float* ws,
+                     cudaStream_t s) {
+  switch (x.d) {
+    case 16: return launch<K, 16>(x, g, p, ws, s);
+    case 32: return launch<K, 32>(x, g, p, ws, s);
+    case 64: return launch<K, 64>(x, g, p, ws, s);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
 
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream) {
-  if (kind != RecurrentKind::Vla) return cudaErrorInvalidValue;
-  if (x.B < 1 || x.H < 1 || x.T < 0 || !x.q || !x.k || !x.v || !x.u) return cudaErrorInvalidValue;
-  if (!g.dout || !g.dq || !g.dk || !g.dv || !g.du || !workspace) return cudaErrorInvalidValue;
+  if (x.B < 1 || x.H < 1 || x.T < 0 || !x.q || !x.k || !x.v) return cudaErrorInvalidValue;
+  if (!g.dout || !g.dq || !g.dk || !g.dv || !workspace) return cudaErrorInvalidValue;
+  if (kind == RecurrentKind::Vla && (!x.u || !g.du)) return cudaErrorInvalidValue;
+  if (kind == RecurrentKind::DeltaNet && x.g && !g.dg) return cudaErrorInvalidValue;
   if ((long long)x.B * x.H > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (x.T == 0) return cudaSuccess;
-  switch (x.d) {
-    case 16: return launch<16>(x, g, p, workspace, stream);
-    case 32: return launch<32>(x, g, p, workspace, stream);
-    case 64: return launch<64>(x, g, p, workspace, stream);
-    default: return cudaErrorInvalidValue;
+  switch (kind) {
+    case RecurrentKind::Vla: return launch_d<RecurrentKind::Vla>(x, g, p, workspace, stream);
+    case RecurrentKind::Linear: return launch_d<RecurrentKind::Linear>(x, g, p, workspace, stream);
+    case RecurrentKind::DeltaNet: return launch_d<RecurrentKind::DeltaNet>(x, g, p, workspace, stream);
   }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace vla::gpu

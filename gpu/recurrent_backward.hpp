@@ -1,15 +1,18 @@
 #pragma once
-// Fused backward of the VLA recurrence (Algorithm 1, "vla" preset, rank 1, delta clamp) on the
-// already-projected per-token inputs of gpu/recurrent_forward.hpp: given q_raw, k_raw, v, u_raw and
-// dL/do, it produces dL/dq_raw, dL/dk_raw, dL/dv, dL/du_raw. One launch, one thread block per (b, h).
-// The adjoint equations and the reference are in gpu/vla_backward_reference.hpp; the design
+// Fused backward of the VLA recurrence (Algorithm 1, "vla" preset, rank 1, delta clamp), linear
+// attention and DeltaNet on the already-projected per-token inputs of gpu/recurrent_forward.hpp: given
+// the forward inputs and dL/do, it produces dL/dq_raw, dL/dk_raw, dL/dv, and dL/du_raw (VLA) or dL/dg
+// (gated DeltaNet). One launch, one thread block per (b, h). The adjoint equations and the references
+// are in gpu/vla_backward_reference.hpp and gpu/delta_backward_reference.hpp; the design
 // (recompute from checkpoints, not step inversion) in gpu/recurrent_backward.cu and docs/gpu.md.
 // Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
 //
 // Tensor layout (fp32, row-major, on the device), as the forward's:
-//   x.q, x.k, x.v, x.u   (B, H, T, d)   forward inputs (x.o, x.g, x.stats are not read)
+//   x.q, x.k, x.v, x.u   (B, H, T, d)   forward inputs (x.u: VLA; x.o, x.stats are not read)
+//   x.g                  (B, H, T)      DeltaNet gate logits, or null (ungated)
 //   g.dout               (B, H, T, d)   dL/do
-//   g.dq, g.dk, g.dv, g.du (B, H, T, d) outputs, every element written
+//   g.dq, g.dk, g.dv, g.du (B, H, T, d) outputs, every element written (g.du: VLA only)
+//   g.dg                 (B, H, T)      gated DeltaNet only
 //   workspace            recurrent_backward_workspace_floats(...) floats, scratch (checkpoints)
 #include "gpu/recurrent_forward.hpp"
 
@@ -22,7 +25,8 @@ struct RecurrentGrads {
   float* dq = nullptr;
   float* dk = nullptr;
   float* dv = nullptr;
-  float* du = nullptr;
+  float* du = nullptr;  // VLA: dL/du_raw
+  float* dg = nullptr;  // DeltaNet with a gate (x.g set): dL/dg, (B, H, T)
 };
 
 // Floats of device scratch the backward needs for (B, H, T, d): per sequence, one (S, A, z)
@@ -34,8 +38,8 @@ inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int 
   return std::size_t(B) * H * (chunks + kBackwardChunk) * slot;
 }
 
-// Launches the fused backward on `stream`. Only RecurrentKind::Vla and d in {16, 32, 64} are
-// implemented; anything else returns cudaErrorInvalidValue (a missing pointer too) without launching.
+// Launches the fused backward on `stream`. d in {16, 32, 64}; anything else returns
+// cudaErrorInvalidValue (a missing pointer too) without launching.
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream = nullptr);
 

@@ -1,5 +1,5 @@
 // `vla bench attention --device cuda`: times the fused forward kernels (VLA, linear attention, DeltaNet)
-// and the VLA forward+backward (gpu/recurrent_backward.hpp)
+// and each one's forward+backward (gpu/recurrent_backward.hpp)
 // with CUDA events, median of --reps timed runs after 2 warm-ups, on device-generated random inputs
 // (uniform, unit variance; never zeros). Prints a table and, with --csv, writes it (atomically) for
 // gpu/bench_torch.py, which adds PyTorch's SDPA and the PyTorch loop of Algorithm 1 and prints ratios.
@@ -43,14 +43,14 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   vla::gpu::RecurrentTensors x;
   x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = g.get(); x.o = o.get();
   x.B = a.batch; x.H = a.heads; x.T = T; x.d = a.d_head;
-  vla::gpu::DeviceBuffer dout, dq, dk, dv, du, ws;  // (B, H, T, d) each; ws: the backward's checkpoints
+  vla::gpu::DeviceBuffer dout, dq, dk, dv, du, dg, ws;  // (B, H, T, d) each, dg (B, H, T); ws: the backward's checkpoints
   vla::gpu::RecurrentGrads grads;
   if (backward) {
     dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n);
-    dv = vla::gpu::DeviceBuffer(n); du = vla::gpu::DeviceBuffer(n);
+    dv = vla::gpu::DeviceBuffer(n); du = vla::gpu::DeviceBuffer(n); dg = vla::gpu::DeviceBuffer(g.size());
     ws = vla::gpu::DeviceBuffer(vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
     check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
-    grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get();
+    grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
   }
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");
@@ -85,19 +85,23 @@ void run(const BenchArgs& a) {
   fmt::print("{}", vla::gpu::describe_devices());
   fmt::print("fused forward, fp32, B={} H={} d={}, median of {} CUDA-event timed runs after 2 warm-ups\n", a.batch, a.heads,
              a.d_head, a.reps);
-  // The fused backward exists for VLA at d in {16, 32, 64} (gpu/recurrent_backward.hpp); elsewhere NaN.
+  // The fused backward exists at d in {16, 32, 64} (gpu/recurrent_backward.hpp); elsewhere NaN.
   const bool with_bwd = a.d_head <= 64;
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10}\n", "T", "vla ms", "linear ms", "deltanet ms", "vla us/step",
-             "vla/deltanet", "vla fwd+bwd ms", "fb/fwd");
-  vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms"});
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12}\n", "T", "vla ms", "linear ms", "deltanet ms",
+             "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd");
+  vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms", "linear_fwdbwd_ms",
+                           "deltanet_fwdbwd_ms"});
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
     const double l = time_kernel(vla::gpu::RecurrentKind::Linear, a, T);
     const double dn = time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T);
-    const double fb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true) : std::numeric_limits<double>::quiet_NaN();
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g}\n", T, v, l, dn, 1e3 * v / T, v / dn,
-               fb, fb / v);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, l, dn, fb});
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double fb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true) : nan;
+    const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
+    const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g}\n", T, v, l, dn,
+               1e3 * v / T, v / dn, fb, fb / v, lfb, dfb);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, l, dn, fb, lfb, dfb});
   }
   if (!a.csv.empty()) table.write(a.csv);
 #else
@@ -108,7 +112,7 @@ void run(const BenchArgs& a) {
 const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommand: attention)", [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   app.require_subcommand(1);
-  auto* att = app.add_subcommand("attention", "time the fused recurrent kernels (forward; VLA forward+backward) on the GPU");
+  auto* att = app.add_subcommand("attention", "time the fused recurrent kernels (forward, forward+backward) on the GPU");
   att->add_option("--device", args->device, "cuda (the only benchmarked device)");
   att->add_option("--T", args->T, "sequence lengths, comma separated")->delimiter(',');
   att->add_option("--batch", args->batch, "batch size B");

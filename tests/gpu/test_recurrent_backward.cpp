@@ -1,10 +1,11 @@
-// The fused VLA backward (gpu/recurrent_backward.cu) against the CPU reference backward in double
-// (gpu/vla_backward_reference.hpp, itself checked against finite differences of the core rule in
-// test_backward_reference.cpp), on fresh random inputs, several shapes, every output poisoned with
+// The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) against the
+// CPU reference backwards in double (gpu/vla_backward_reference.hpp, gpu/delta_backward_reference.hpp,
+// themselves checked against finite differences of the core rules in test_backward_reference.cpp), on fresh random inputs, several shapes, every output poisoned with
 // NaN before the launch. Tagged [gpu]: passes with a warning and checks nothing where no CUDA device
 // is visible (CI), because there is nothing to run the kernel on.
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
+#include "gpu/delta_backward_reference.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/vla_backward_reference.hpp"
 
@@ -14,6 +15,8 @@
 #include <random>
 
 namespace {
+
+using vla::gpu::RecurrentKind;
 
 struct Shape { int B, H, T, d; };
 
@@ -37,76 +40,96 @@ double fp32_bound(const Shape& s) { return double(s.T) * s.d * std::ldexp(1.0, -
 // (B, H, T, d) buffers: q, k, v, u, dout drawn N(0, 1) from `seed`; returns the four GPU gradients.
 struct Case {
   Shape s;
-  std::vector<float> in[5];  // q, k, v, u, dout
+  std::vector<float> in[5];  // q, k, v, u, dout: (B, H, T, d)
+  std::vector<float> gate;   // (B, H, T): DeltaNet's gate logits
 };
 
 Case random_case(Shape s, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::normal_distribution<float> n(0.f, 1.f);
-  Case c{s, {}};
+  Case c{s, {}, {}};
   for (auto& x : c.in) {
     x.resize(std::size_t(s.B) * s.H * s.T * s.d);
     for (float& e : x) e = n(gen);
   }
+  c.gate.resize(std::size_t(s.B) * s.H * s.T);
+  for (float& e : c.gate) e = n(gen);
   return c;
 }
 
-std::vector<std::vector<float>> run_gpu(const Case& c) {
+// The gradients as a list: dq, dk, dv, then du (VLA) or dg (DeltaNet; (B, H, T)); linear has three.
+std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c) {
   using vla::gpu::DeviceBuffer;
   const Shape s = c.s;
-  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
+  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]), gate(c.gate);
   const std::size_t n = c.in[0].size();
-  DeviceBuffer dq(n), dk(n), dv(n), du(n), ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
-  for (auto* b : {&dq, &dk, &dv, &du, &ws}) b->poison();
+  DeviceBuffer dq(n), dk(n), dv(n), du(n), dg(c.gate.size()),
+      ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
+  for (auto* b : {&dq, &dk, &dv, &du, &dg, &ws}) b->poison();
   vla::gpu::RecurrentTensors x;
-  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get();
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = gate.get();
   x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
   vla::gpu::RecurrentGrads g;
-  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
-  vla::gpu::check(vla::gpu::recurrent_backward(vla::gpu::RecurrentKind::Vla, x, g, {}, ws.get()), "recurrent_backward launch");
+  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get(); g.dg = dg.get();
+  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, {}, ws.get()), "recurrent_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
-  return {dq.download(), dk.download(), dv.download(), du.download()};
+  std::vector<std::vector<float>> r{dq.download(), dk.download(), dv.download()};
+  if (kind == RecurrentKind::Vla) r.push_back(du.download());
+  if (kind == RecurrentKind::DeltaNet) r.push_back(dg.download());
+  return r;
 }
 
-// The reference on every (b, h) sequence, in double on the same fp32-valued inputs.
-std::vector<std::vector<double>> run_reference(const Case& c) {
+// The reference on every (b, h) sequence, in double on the same fp32-valued inputs; same list as run_gpu.
+std::vector<std::vector<double>> run_reference(RecurrentKind kind, const Case& c) {
   const Shape s = c.s;
   const std::size_t n = std::size_t(s.T) * s.d;
-  std::vector<std::vector<double>> r(4, std::vector<double>(c.in[0].size()));
+  std::vector<std::vector<double>> r(kind == RecurrentKind::Linear ? 3 : 4, std::vector<double>(c.in[0].size()));
+  if (kind == RecurrentKind::DeltaNet) r[3].resize(c.gate.size());
   for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
-    std::vector<double> in[5], o, gq, gk, gv, gu;
+    std::vector<double> in[5], o, gq, gk, gv, gx;
     for (int a = 0; a < 5; ++a) in[a].assign(c.in[a].begin() + seq * n, c.in[a].begin() + (seq + 1) * n);
-    vla::gpu::ref::vla_backward<double>(s.T, s.d, in[0], in[1], in[2], in[3], in[4], o, gq, gk, gv, gu);
-    for (int a = 0; a < 4; ++a) {
-      const auto& gsrc = a == 0 ? gq : a == 1 ? gk : a == 2 ? gv : gu;
-      std::copy(gsrc.begin(), gsrc.end(), r[a].begin() + seq * n);
-    }
+    const std::vector<double> gate(c.gate.begin() + seq * s.T, c.gate.begin() + (seq + 1) * s.T);
+    if (kind == RecurrentKind::Vla)
+      vla::gpu::ref::vla_backward<double>(s.T, s.d, in[0], in[1], in[2], in[3], in[4], o, gq, gk, gv, gx);
+    else
+      vla::gpu::ref::delta_backward<double>(kind == RecurrentKind::DeltaNet, s.T, s.d, in[0], in[1], in[2], gate, in[4], o,
+                                            gq, gk, gv, gx);
+    std::copy(gq.begin(), gq.end(), r[0].begin() + seq * n);
+    std::copy(gk.begin(), gk.end(), r[1].begin() + seq * n);
+    std::copy(gv.begin(), gv.end(), r[2].begin() + seq * n);
+    if (r.size() > 3) std::copy(gx.begin(), gx.end(), r[3].begin() + seq * gx.size());
   }
   return r;
 }
 
+const char* kind_name(RecurrentKind k) {
+  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
+}
 
-void check_shapes(const std::vector<Shape>& shapes, std::uint64_t seed) {
-  const char* names[] = {"dq_raw", "dk_raw", "dv", "du_raw"};
+void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uint64_t seed) {
+  const char* names[] = {"dq_raw", "dk_raw", "dv", kind == RecurrentKind::Vla ? "du_raw" : "dg"};
   for (const Shape& s : shapes) {
     const Case c = random_case(s, seed++);  // fresh inputs per shape
-    const auto gpu = run_gpu(c);
-    const auto ref = run_reference(c);
+    const auto gpu = run_gpu(kind, c);
+    const auto ref = run_reference(kind, c);
     const double tol = fp32_bound(s);
-    for (int a = 0; a < 4; ++a) {
-      INFO(names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
+    for (std::size_t a = 0; a < gpu.size(); ++a) {
+      INFO(kind_name(kind) << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
       bool finite = true;  // every element written (the poison is NaN) and finite
       for (float x : gpu[a]) finite = finite && std::isfinite(x);
       REQUIRE(finite);
       // A failure means the kernel differentiates a different function than the reference (a wrong
       // adjoint term, a wrong chunk / checkpoint index, a race on a shared matrix), not rounding.
       const double e = rel_err(gpu[a], ref[a]);
-      WARN("vla backward " << names[a] << " d=" << s.d << " T=" << s.T << ": rel err " << e << " (bound " << tol << ")");
+      WARN(kind_name(kind) << " backward " << names[a] << " d=" << s.d << " T=" << s.T << ": rel err " << e << " (bound " << tol << ")");
       CHECK(e <= tol);
     }
   }
 }
+
+const std::vector<Shape> kFullShapes{{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32}, {2, 1, 70, 64}, {1, 2, 96, 64}};
+const std::vector<Shape> kSmallShapes{{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}};
 
 }  // namespace
 
@@ -114,39 +137,54 @@ TEST_CASE("fused VLA backward matches the double reference backward within the f
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // T around the checkpoint chunk (32): shorter than one chunk, an exact multiple, a ragged tail;
   // all but the first cross the refresh step t + 1 = 20. d in {16, 32, 64}.
-  check_shapes({{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32}, {2, 1, 70, 64}, {1, 2, 96, 64}}, 500);
+  check_shapes(RecurrentKind::Vla, kFullShapes, 500);
 }
 
 TEST_CASE("fused VLA backward, small shapes (the sanitizers' racecheck run)", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // Same check as above on shapes small enough for racecheck (which instruments every shared access):
   // still two chunks and a refresh step at each d.
-  check_shapes({{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}}, 700);
+  check_shapes(RecurrentKind::Vla, kSmallShapes, 700);
 }
 
-TEST_CASE("fused VLA backward is the same function of each sequence whatever the launch shape", "[gpu]") {
+TEST_CASE("fused linear attention and DeltaNet backward match the double reference within the fp32 bound", "[gpu][bwd-full]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  check_shapes(RecurrentKind::Linear, kFullShapes, 1500);
+  check_shapes(RecurrentKind::DeltaNet, kFullShapes, 2500);  // gated: dg checked too
+}
+
+TEST_CASE("fused linear attention and DeltaNet backward, small shapes (racecheck run)", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  check_shapes(RecurrentKind::Linear, kSmallShapes, 1700);
+  check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 2700);
+}
+
+TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // One block per (b, h) with its own workspace slice and a fixed operation order: sequence (b, h)
   // of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
   // blocks share scratch (a wrong workspace offset) or the result depends on scheduling (a race).
+  for (RecurrentKind kind : {RecurrentKind::Vla, RecurrentKind::Linear, RecurrentKind::DeltaNet})
   for (int d : {16, 32, 64}) {
     const Shape s{2, 2, 45, d};
     const Case all = random_case(s, 900 + d);
-    const auto g_all = run_gpu(all);
+    const auto g_all = run_gpu(kind, all);
     const std::size_t n = std::size_t(s.T) * d;
     for (std::size_t seq = 0; seq < 4; ++seq) {
-      Case one{{1, 1, s.T, d}, {}};
+      Case one{{1, 1, s.T, d}, {}, {}};
       for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
-      const auto g_one = run_gpu(one);
-      for (int a = 0; a < 4; ++a) {
-        INFO("d=" << d << " seq=" << seq << " gradient " << a);
-        CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * n));
+      one.gate.assign(all.gate.begin() + seq * s.T, all.gate.begin() + (seq + 1) * s.T);
+      const auto g_one = run_gpu(kind, one);
+      for (std::size_t a = 0; a < g_one.size(); ++a) {
+        const std::size_t len = g_one[a].size();  // (T, d) or (T) for dg
+        INFO(kind_name(kind) << " d=" << d << " seq=" << seq << " gradient " << a);
+        CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * len));
       }
     }
   }
 }
 
-TEST_CASE("fused VLA backward rejects what it does not implement instead of launching", "[gpu]") {
+TEST_CASE("fused backward rejects what it does not implement instead of launching", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   vla::gpu::DeviceBuffer buf(4 * 128);
   vla::gpu::RecurrentTensors x;
@@ -155,6 +193,8 @@ TEST_CASE("fused VLA backward rejects what it does not implement instead of laun
   vla::gpu::RecurrentGrads g;
   g.dout = buf.get(); g.dq = g.dk = g.dv = g.du = buf.get();
   CHECK(vla::gpu::recurrent_backward(vla::gpu::RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::recurrent_backward(RecurrentKind::Linear, x, g, {}, buf.get()) == cudaErrorInvalidValue);
   x.d = 32;
-  CHECK(vla::gpu::recurrent_backward(vla::gpu::RecurrentKind::Linear, x, g, {}, buf.get()) == cudaErrorInvalidValue);
+  g.du = nullptr;  // VLA needs somewhere to put dL/du_raw
+  CHECK(vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
 }
