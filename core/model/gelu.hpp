@@ -16,7 +16,7 @@ template <class T> inline T gelu_grad(const T& x) {
   using std::tanh;
   const T c = T(0.7978845608028654);
   const T th = tanh(T(c * (x + T(0.044715) * x * x * x)));
-  return T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * c * (T(1) + T(3 * 0.044715) * x * x);
+  return T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * c * (T(1) + T(3) * T(0.044715) * x * x);  // T(3) * T(0.044715): exactly d/dx of the forward's constant, in T
 }
 template <class T> Mat<T> gelu_forward(const Mat<T>& Z) { return Z.unaryExpr([](const T& x) { return gelu(x); }); }
 template <class T> Mat<T> gelu_backward(const Mat<T>& dA, const Mat<T>& Z) {
