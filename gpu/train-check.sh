@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# GPU training end to end on a CUDA machine, in one command (docs/gpu.md, "GPU training"):
+#   build (Release, sm_90) -> gradient and loss-curve parity tests ([gpu] cases of tests/gpu/test_gpu_train.cpp)
+#   -> compute-sanitizer memcheck over the gradient-parity case -> `vla train-gpu` step times, MQAR n = 8
+#   and n = 24, default model (L=2, d=128, H=4, d_h=32), batch 64, each mixer.
+# Uses the same carried dependencies and source snapshot as gpu/device-check.sh (.device-carry/).
+# usage: bash gpu/train-check.sh        exit status non-zero if a build, test or sanitizer step failed
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/vla-device-out}
+BUILD=${BUILD:-build-device}
+mkdir -p "$OUT"
+status=0
+step() { echo "== $*"; }
+step "device"
+nvidia-smi -L; nvcc --version | tail -1
+if compgen -G ".device-carry/debs/*.deb" > /dev/null; then
+  PREFIX=/tmp/vla-deps
+  mkdir -p $PREFIX
+  for f in .device-carry/debs/*.deb; do dpkg -x "$f" $PREFIX; done
+  export CMAKE_PREFIX_PATH=$PREFIX/usr
+  export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  export PKG_CONFIG_LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig:$PREFIX/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$PREFIX
+  export CPATH=$PREFIX/usr/include/x86_64-linux-gnu
+  PKGCONF_ARG=-DPKG_CONFIG_EXECUTABLE=$PREFIX/usr/bin/pkgconf
+fi
+if [ -f .device-carry/src.tar ]; then
+  rm -rf /tmp/vla-src && mkdir -p /tmp/vla-src && tar -xf .device-carry/src.tar -C /tmp/vla-src
+  cp -r .device-carry /tmp/vla-src/ 2>/dev/null; cd /tmp/vla-src; echo "building the snapshot .device-carry/src.tar"
+fi
+step "configure + build"
+GEN=""; command -v ninja > /dev/null && GEN="-G Ninja"
+{ cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${PKGCONF_ARG:-} &&
+  cmake --build "$BUILD" -j "$(nproc)" --target test_gpu vla; } > "$OUT/build.log" 2>&1
+rc=$?; tail -3 "$OUT/build.log"
+if [ $rc -ne 0 ]; then echo "BUILD FAILED"; grep -B2 -A8 -E "error" "$OUT/build.log" | head -60; exit 1; fi
+T="$BUILD/bin/test_gpu"
+step "parity tests"
+"$T" "[gpu-train]" 2>&1 | tail -2
+"$T" "GPU batch gradient equals the CPU model's (loss and every parameter gradient)" -s 2>&1 > "$OUT/grad.log"; rc=$?
+grep -E "rel err|worst|passed|failed" "$OUT/grad.log" | sed 's/^ *//' | head -20; [ $rc -ne 0 ] && { status=1; grep -B3 -A12 FAILED "$OUT/grad.log" | head -80; }
+"$T" "GPU training follows the CPU loss curve for the same seed" 2>&1 | tee "$OUT/curve.log" | grep -E "step-1|passed|failed|FAILED|with expansion" -A1 | head -30
+[ "${PIPESTATUS[0]}" -ne 0 ] && status=1
+step "compute-sanitizer memcheck (gradient parity)"
+compute-sanitizer --tool memcheck --error-exitcode 3 "$T" "GPU batch gradient equals the CPU model's (loss and every parameter gradient)" > "$OUT/sanitizer.log" 2>&1 || { status=1; echo "memcheck FAILED"; }
+grep -E "ERROR SUMMARY|All tests passed|failed" "$OUT/sanitizer.log" | tail -2
+step "vla train-gpu step times (default model, batch 64)"
+for n in 8 24; do for mixer in vla linear deltanet; do
+  "$BUILD/bin/vla" train-gpu --task mqar --pairs $n --mixer $mixer --steps 100 --batch 64 --eval-batches 1 --seed 0 --out "$OUT/run_${mixer}_$n" 2>/dev/null | sed "s/^/n=$n $mixer: /" || status=1
+done; done
+step "vla train-gpu MQAR n = 8, vla, 2000 steps (the paper's run length)"
+"$BUILD/bin/vla" train-gpu --task mqar --pairs 8 --mixer vla --steps 2000 --batch 64 --seed 0 --eval-every 500 --out "$OUT/mqar8_vla" 2>&1 | tail -6 || status=1
+cp "$OUT/mqar8_vla/log.csv" "$OUT/mqar8_vla_log.csv" 2>/dev/null
+for d in "$OUT"/run_* "$OUT"/mqar8_vla; do rm -rf "$d"; done
+echo "train-check status $status"
+exit $status

@@ -1,0 +1,256 @@
+// Kernels of gpu/train/kernels.hpp. Simple one-thread-per-element or one-block-per-row kernels: the
+// step's time is in the cuBLAS projections and the recurrences, not here (docs/gpu.md).
+#include "gpu/train/kernels.hpp"
+
+#include <cfloat>
+
+namespace vla::gpu::train {
+namespace {
+
+constexpr int kThreads = 256;
+inline int blocks_for(long long n) { return int((n + kThreads - 1) / kThreads); }
+
+__global__ void embed_fwd_k(const int* tokens, const float* tok, const float* pos, int N, int T, int d, float* X) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= (long long)N * d) return;
+  const int n = int(i / d), j = int(i % d);
+  X[i] = tok[(long long)tokens[n] * d + j] + pos[(long long)(n % T) * d + j];
+}
+__global__ void embed_bwd_tok_k(const int* tokens, const float* dX, int N, int d, int V, float* dtok) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= (long long)V * d) return;
+  const int v = int(i / d), j = int(i % d);
+  float acc = 0.f;
+  for (int n = 0; n < N; ++n)
+    if (tokens[n] == v) acc += dX[(long long)n * d + j];
+  dtok[i] += acc;
+}
+__global__ void embed_bwd_pos_k(const float* dX, int N, int T, int d, float* dpos) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= (long long)T * d) return;
+  const int t = int(i / d), j = int(i % d);
+  float acc = 0.f;
+  for (int n = t; n < N; n += T) acc += dX[(long long)n * d + j];
+  dpos[i] += acc;
+}
+
+// Block-wide sum (blockDim.x a multiple of 32, at most 1024).
+__device__ float block_sum(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  __syncthreads();
+  if (l == 0) sh[w] = v;
+  __syncthreads();
+  float r = 0.f;
+  for (int k = 0; k < int(blockDim.x / 32); ++k) r += sh[k];
+  return r;
+}
+
+__global__ void ln_fwd_k(const float* X, const float* g, const float* b, int d, float* Y, float* xhat, float* rstd) {
+  __shared__ float sh[32];
+  const long long row = blockIdx.x;
+  const float* x = X + row * d;
+  float s = 0.f;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) s += x[j];
+  const float mean = block_sum(s, sh) / float(d);
+  float s2 = 0.f;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) { const float c = x[j] - mean; s2 += c * c; }
+  const float var = block_sum(s2, sh) / float(d);
+  const float r = 1.f / sqrtf(var + 1e-5f);
+  for (int j = threadIdx.x; j < d; j += blockDim.x) {
+    const float xh = (x[j] - mean) * r;
+    xhat[row * d + j] = xh;
+    Y[row * d + j] = xh * g[j] + b[j];
+  }
+  if (threadIdx.x == 0) rstd[row] = r;
+}
+__global__ void ln_bwd_k(const float* dY, const float* g, const float* xhat, const float* rstd, int d, float* dX, bool acc) {
+  __shared__ float sh[32];
+  const long long row = blockIdx.x;
+  float s1 = 0.f, s2 = 0.f;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) {
+    const float dxh = dY[row * d + j] * g[j];
+    s1 += dxh;
+    s2 += dxh * xhat[row * d + j];
+  }
+  const float m1 = block_sum(s1, sh) / float(d);
+  const float m2 = block_sum(s2, sh) / float(d);
+  for (int j = threadIdx.x; j < d; j += blockDim.x) {
+    const float dxh = dY[row * d + j] * g[j];
+    const float v = (dxh - m1 - xhat[row * d + j] * m2) * rstd[row];
+    dX[row * d + j] = acc ? dX[row * d + j] + v : v;
+  }
+}
+__global__ void ln_param_grad_k(const float* dY, const float* xhat, int N, int d, float* dg, float* db) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= d) return;
+  float a = 0.f, c = 0.f;
+  for (int n = 0; n < N; ++n) { const float y = dY[(long long)n * d + j]; a += y * xhat[(long long)n * d + j]; c += y; }
+  dg[j] += a;
+  db[j] += c;
+}
+__global__ void colsum_k(const float* dY, int N, int m, float* db) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= m) return;
+  float a = 0.f;
+  for (int n = 0; n < N; ++n) a += dY[(long long)n * m + j];
+  db[j] += a;
+}
+__global__ void add_bias_k(float* Y, const float* b, long long total, int m) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < total) Y[i] += b[i % m];
+}
+__device__ float gelu_f(float x) {
+  const float c = 0.7978845608028654f;
+  return 0.5f * x * (1.f + tanhf(c * (x + 0.044715f * x * x * x)));
+}
+__device__ float gelu_grad_f(float x) {
+  const float c = 0.7978845608028654f;
+  const float th = tanhf(c * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.f + th) + 0.5f * x * (1.f - th * th) * c * (1.f + 3.f * 0.044715f * x * x);
+}
+__global__ void gelu_fwd_k(const float* Z, long long n, float* A) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) A[i] = gelu_f(Z[i]);
+}
+__global__ void gelu_bwd_k(float* dA, const float* Z, long long n) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) dA[i] *= gelu_grad_f(Z[i]);
+}
+// to_bh: (B,T,H,c) -> (B,H,T,c); else the inverse.
+__global__ void permute_k(const float* x, int B, int T, int H, int c, float* y, bool to_bh) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= (long long)B * T * H * c) return;
+  const int e = int(i % c);
+  long long r = i / c;
+  const int h = int(r % H); r /= H;
+  const int t = int(r % T);
+  const int b = int(r / T);
+  const long long j = (((long long)b * H + h) * T + t) * c + e;  // (B,H,T,c) index of the (b,t,h,e) element i
+  if (to_bh) y[j] = x[i]; else y[i] = x[j];
+}
+__global__ void ce_k(const float* logits, const int* targets, int V, float scale, float* dl, float* ce, int* correct) {
+  __shared__ float sh[32];
+  __shared__ float smax[1024];
+  __shared__ int sarg[1024];
+  const long long row = blockIdx.x;
+  const float* z = logits + row * V;
+  const int tg = targets[row];
+  if (tg < 0) {
+    for (int j = threadIdx.x; j < V; j += blockDim.x) dl[row * V + j] = 0.f;
+    if (threadIdx.x == 0) { ce[row] = 0.f; correct[row] = 0; }
+    return;
+  }
+  float m = -FLT_MAX; int arg = V;
+  for (int j = threadIdx.x; j < V; j += blockDim.x)
+    if (z[j] > m) { m = z[j]; arg = j; }
+  smax[threadIdx.x] = m; sarg[threadIdx.x] = arg;
+  __syncthreads();
+  for (int o = blockDim.x / 2; o > 0; o >>= 1) {  // max, ties to the smallest index (Eigen's maxCoeff)
+    if (threadIdx.x < o) {
+      const float m2 = smax[threadIdx.x + o]; const int a2 = sarg[threadIdx.x + o];
+      if (m2 > smax[threadIdx.x] || (m2 == smax[threadIdx.x] && a2 < sarg[threadIdx.x])) { smax[threadIdx.x] = m2; sarg[threadIdx.x] = a2; }
+    }
+    __syncthreads();
+  }
+  const float mx = smax[0];
+  const int am = sarg[0];
+  float s = 0.f;
+  for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(z[j] - mx);
+  const float sum = block_sum(s, sh);
+  for (int j = threadIdx.x; j < V; j += blockDim.x) dl[row * V + j] = (expf(z[j] - mx) / sum - (j == tg ? 1.f : 0.f)) * scale;
+  if (threadIdx.x == 0) { ce[row] = logf(sum) + mx - z[tg]; correct[row] = am == tg; }
+}
+__global__ void sumsq_k(const float* x, long long n, double* out) {
+  __shared__ double sh[kThreads];
+  double a = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    a += double(x[i]) * double(x[i]);
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+    if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
+}
+__global__ void adamw_k(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
+                        float bc2, float lr, float lr_wd, float eps, bool decay) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float G = grad[i] * gscale;
+  const float m = b1 * M[i] + omb1 * G;
+  const float v = b2 * V[i] + omb2 * G * G;
+  M[i] = m; V[i] = v;
+  float p = P[i];
+  if (decay) p -= lr_wd * p;
+  p -= lr * (m / bc1) / (sqrtf(v / bc2) + eps);
+  P[i] = p;
+}
+
+}  // namespace
+
+cudaError_t embed_forward(const int* tokens, const float* tok, const float* pos, int N, int T, int d, float* X, cudaStream_t s) {
+  embed_fwd_k<<<blocks_for((long long)N * d), kThreads, 0, s>>>(tokens, tok, pos, N, T, d, X);
+  return cudaGetLastError();
+}
+cudaError_t embed_backward(const int* tokens, const float* dX, int N, int T, int d, int V, float* dtok, float* dpos, cudaStream_t s) {
+  embed_bwd_tok_k<<<blocks_for((long long)V * d), kThreads, 0, s>>>(tokens, dX, N, d, V, dtok);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  embed_bwd_pos_k<<<blocks_for((long long)T * d), kThreads, 0, s>>>(dX, N, T, d, dpos);
+  return cudaGetLastError();
+}
+cudaError_t layernorm_forward(const float* X, const float* g, const float* b, int N, int d, float* Y, float* xhat, float* rstd, cudaStream_t s) {
+  ln_fwd_k<<<N, 128, 0, s>>>(X, g, b, d, Y, xhat, rstd);
+  return cudaGetLastError();
+}
+cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
+                               bool accumulate, float* dg, float* db, cudaStream_t s) {
+  ln_param_grad_k<<<blocks_for(d), kThreads, 0, s>>>(dY, xhat, N, d, dg, db);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  ln_bwd_k<<<N, 128, 0, s>>>(dY, g, xhat, rstd, d, dX, accumulate);
+  return cudaGetLastError();
+}
+cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s) {
+  colsum_k<<<blocks_for(n_cols), kThreads, 0, s>>>(dY, N, n_cols, db);
+  return cudaGetLastError();
+}
+cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s) {
+  add_bias_k<<<blocks_for((long long)N * n), kThreads, 0, s>>>(Y, b, (long long)N * n, n);
+  return cudaGetLastError();
+}
+cudaError_t gelu_forward(const float* Z, long long n, float* A, cudaStream_t s) {
+  gelu_fwd_k<<<blocks_for(n), kThreads, 0, s>>>(Z, n, A);
+  return cudaGetLastError();
+}
+cudaError_t gelu_backward(float* dA, const float* Z, long long n, cudaStream_t s) {
+  gelu_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(dA, Z, n);
+  return cudaGetLastError();
+}
+cudaError_t bthc_to_bhtc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s) {
+  permute_k<<<blocks_for((long long)B * T * H * c), kThreads, 0, s>>>(x, B, T, H, c, y, true);
+  return cudaGetLastError();
+}
+cudaError_t bhtc_to_bthc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s) {
+  permute_k<<<blocks_for((long long)B * T * H * c), kThreads, 0, s>>>(x, B, T, H, c, y, false);
+  return cudaGetLastError();
+}
+cudaError_t softmax_cross_entropy(const float* logits, const int* targets, int N, int V, float scale, float* dlogits, float* ce,
+                                  int* correct, cudaStream_t s) {
+  ce_k<<<N, 128, 0, s>>>(logits, targets, V, scale, dlogits, ce, correct);
+  return cudaGetLastError();
+}
+cudaError_t sum_squares_partials(const float* x, long long n, double* out, cudaStream_t s) {
+  sumsq_k<<<kSumSqBlocks, kThreads, 0, s>>>(x, n, out);
+  return cudaGetLastError();
+}
+cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
+                  float bc2, float lr, float lr_wd, float eps, bool decay, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(P, grad, M, V, n, gscale, b1, omb1, b2, omb2, bc1, bc2, lr, lr_wd, eps, decay);
+  return cudaGetLastError();
+}
+
+}  // namespace vla::gpu::train

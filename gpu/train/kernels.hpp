@@ -1,0 +1,45 @@
+#pragma once
+// Element-wise and reduction kernels of the GPU training step (gpu/train/model.cpp): embedding,
+// LayerNorm, GELU, head permutes, softmax cross-entropy, gradient norm, AdamW. Dense projections are
+// cuBLAS (model.cpp); the recurrences are gpu/recurrent_{forward,backward}. All fp32, row-major;
+// N = B * T rows. Every launcher returns cudaGetLastError() after its launch. Plain C++17 (no Eigen).
+// Each layer mirrors core/model/*.hpp's forward and backward (the CPU reference): same formulas,
+// same constants (LayerNorm eps 1e-5, GELU tanh form), so the gradient-parity test compares like with like.
+#include <cuda_runtime.h>
+
+namespace vla::gpu::train {
+
+// X (N, d) = tok[tokens[n]] + pos[n % T]; tok (V, d), pos (max_len, d).
+cudaError_t embed_forward(const int* tokens, const float* tok, const float* pos, int N, int T, int d, float* X, cudaStream_t s);
+// dtok (V, d) += sum over n with tokens[n] == v of dX[n]; dpos (max_len, d) += sum over b of dX[b*T + t].
+// One thread per output element sums in a fixed order: deterministic (no atomics).
+cudaError_t embed_backward(const int* tokens, const float* dX, int N, int T, int d, int V, float* dtok, float* dpos, cudaStream_t s);
+// Y = g * xhat + b, xhat = (x - mean) rstd, rstd = 1/sqrt(var + 1e-5) (core/model/layernorm.hpp). xhat (N, d), rstd (N).
+cudaError_t layernorm_forward(const float* X, const float* g, const float* b, int N, int d, float* Y, float* xhat, float* rstd, cudaStream_t s);
+// dX (+)= rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dY g; accumulate: dX += instead of =.
+// dg += sum_n dY xhat, db += sum_n dY (column sums in row order: deterministic).
+cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
+                               bool accumulate, float* dg, float* db, cudaStream_t s);
+// db (n_cols) += sum over rows of dY (N, n_cols), fixed order.
+cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s);
+// Y (N, n) += b broadcast over rows.
+cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s);
+// A = gelu(Z) (tanh form, core/model/gelu.hpp); dZ = dA * gelu'(Z) in place of dA.
+cudaError_t gelu_forward(const float* Z, long long n, float* A, cudaStream_t s);
+cudaError_t gelu_backward(float* dA_to_dZ, const float* Z, long long n, cudaStream_t s);
+// (B, T, H, c) <-> (B, H, T, c): the projections' row layout vs the recurrent kernels' layout.
+cudaError_t bthc_to_bhtc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s);
+cudaError_t bhtc_to_bthc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s);
+// Per row n with targets[n] >= 0: ce[n] = logsumexp(logits[n]) - logits[n, target], correct[n] = argmax == target
+// (first maximum, as Eigen's maxCoeff), dlogits[n] = (softmax - onehot) * scale; rows without a target: all 0.
+cudaError_t softmax_cross_entropy(const float* logits, const int* targets, int N, int V, float scale, float* dlogits, float* ce,
+                                  int* correct, cudaStream_t s);
+// out[blk] = sum of squares (in double) of x over chunk blk; the host adds the partials in order.
+inline constexpr int kSumSqBlocks = 256;
+cudaError_t sum_squares_partials(const float* x, long long n, double* out, cudaStream_t s);
+// AdamW on n parameters (core/train/adamw.hpp's float arithmetic): G = grad * gscale (the clip);
+// omb = float(1 - b) rounded from double as the CPU's T(1 - c.beta1); M = b1 M + omb1 G; V = b2 V + (1-b2) G^2; if decay: P -= lr wd P; P -= lr (M/bc1) / (sqrt(V/bc2) + eps).
+cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
+                  float bc2, float lr, float lr_wd, float eps, bool decay, cudaStream_t s);
+
+}  // namespace vla::gpu::train

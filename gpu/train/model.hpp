@@ -1,0 +1,52 @@
+#pragma once
+// The small causal LM of core/model/transformer.hpp on the GPU, fp32, over a whole batch at once:
+//   X_0 = E[tokens] + P[0:T]; per block X += Mixer(LN1(X)), X += W2 GELU(W1 LN2(X) + b1) + b2;
+//   logits = LNf(X) E^T (tied head); cross-entropy at the positions with a target, mean over the batch's
+//   targets (as core/train/trainer.cpp's batch_gradient).
+// Dense projections: cuBLAS SGEMM (plain fp32 math mode, no TF32). Mixers: the fused recurrent
+// forward/backward kernels of gpu/recurrent_{forward,backward}.hpp (vla, linear, deltanet; d_head in
+// {16, 32, 64}); softmax attention has no GPU path and is rejected naming the allowed mixers.
+// Parameters and gradients live in one flat device array each, tensor by tensor in the order of
+// core/model/params.hpp's list, each tensor row-major (Eigen's host copies are column-major).
+#include "core/model/params.hpp"
+#include "core/train/adamw.hpp"
+#include "core/train/tasks.hpp"
+
+#include <memory>
+
+namespace vla::gpu::train {
+
+struct GpuBatchResult {
+  double loss = 0.0;      // mean CE over the batch's targets
+  double accuracy = 0.0;  // exact match per target position
+  int targets = 0;
+};
+
+class GpuModel {
+ public:
+  // Throws std::invalid_argument (naming the parameter) for a configuration the GPU path lacks.
+  GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p);
+  ~GpuModel();
+  GpuModel(const GpuModel&) = delete;
+  GpuModel& operator=(const GpuModel&) = delete;
+
+  void set_params(const model::Params<float>& p);
+  model::Params<float> params() const;
+  model::Params<float> grads() const;  // the last forward_backward's mean gradient
+
+  // Loss and accuracy of the batch; with backward, the mean gradient into the gradient array.
+  GpuBatchResult forward_backward(const vla::train::Batch& b, bool backward = true);
+  double grad_norm() const;  // global L2 norm of the gradient (double sum of per-block double partials)
+  // One AdamW update (core/train/adamw.hpp) with the gradient scaled by gscale (the global-norm clip).
+  void adamw_step(const vla::train::AdamWConfig& c, double lr, double gscale);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Throws std::invalid_argument naming the parameter if the GPU path cannot train this configuration.
+void validate_gpu_config(const model::ModelConfig& cfg);
+
+}  // namespace vla::gpu::train
