@@ -50,6 +50,7 @@ struct GpuModel::Impl {
   DeviceBuffer P, G, M, V;                 // flat parameters, gradient, AdamW moments
   long adam_step = 0;
   cublasHandle_t blas = nullptr;
+  cudaStream_t stream = nullptr;          // every launch, copy and GEMM of this model runs on it
   // Activations for the current (B, T); N = B T rows.
   int B = 0, T = 0, N = 0;
   struct Layer {
@@ -67,13 +68,13 @@ struct GpuModel::Impl {
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
     const float one = 1.f;
     check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
-    if (b) check_launch(add_bias(Y, b, n, out, nullptr), "add_bias");
+    if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
   }
   // dW += dY^T X, db += column sums of dY, dX = beta dX + dY W (when dXp).
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
     check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
-    if (db) check_launch(column_sums(dY, n, out, db, nullptr), "column_sums");
+    if (db) check_launch(column_sums(dY, n, out, db, stream), "column_sums");
     if (dXp) check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
   }
 
@@ -111,10 +112,11 @@ struct GpuModel::Impl {
   }
 };
 
-GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p) : impl_(std::make_unique<Impl>()) {
+GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
   validate_gpu_config(cfg);
   auto& m = *impl_;
   m.cfg = cfg;
+  m.stream = stream;
   m.kind = kind_of(cfg.mixer.mixer);
   m.gated = m.kind == RecurrentKind::DeltaNet && cfg.mixer.deltanet_gated;
   std::size_t total = 0;
@@ -130,6 +132,7 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p) : impl
   check(cudaMemset(m.G.get(), 0, total * sizeof(float)), "cudaMemset G");
   m.partials = DeviceBuffer(2 * kSumSqBlocks);  // kSumSqBlocks doubles
   check_blas(cublasCreate(&m.blas), "cublasCreate");
+  check_blas(cublasSetStream(m.blas, stream), "cublasSetStream");
   // Default math: SGEMM in plain fp32 (TF32 is only used when asked for with CUBLAS_TF32_TENSOR_OP_MATH);
   // the parity bounds assume fp32 products.
   check_blas(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
@@ -150,12 +153,17 @@ void GpuModel::set_params(const Params<float>& p) {
     for (int r = 0; r < m.rows[i]; ++r)
       for (int c = 0; c < m.cols[i]; ++c) h[m.off[i] + std::size_t(r) * m.cols[i] + c] = p.t[i](r, c);
   }
+  check(cudaStreamSynchronize(m.stream), "set_params (sync)");  // no step of this model still reads P
   m.P.upload(h);
+  // The memsets and the upload ran on the legacy default stream, which does not order against a
+  // non-blocking stream: finish them before this model's stream touches the arrays.
+  check(cudaDeviceSynchronize(), "set_params (device sync)");
 }
 
 namespace {
 Params<float> download_like(const GpuModel::Impl& m, const DeviceBuffer& buf, const Params<float>& layout) {
   Params<float> o = layout;
+  check(cudaStreamSynchronize(m.stream), "download (sync)");  // the model's stream wrote buf
   const std::vector<float> h = buf.download();
   for (std::size_t i = 0; i < o.t.size(); ++i)
     for (int r = 0; r < m.rows[i]; ++r)
@@ -190,26 +198,28 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
       total_targets += tgt[b * T + t] >= 0;
       if (tok[b * T + t] < 0 || tok[b * T + t] >= V) throw std::invalid_argument("tokens: outside the vocabulary");
     }
-  check(cudaMemcpy(m.tokens.get(), tok.data(), N * sizeof(int), cudaMemcpyHostToDevice), "upload tokens");
-  check(cudaMemcpy(m.targets.get(), tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice), "upload targets");
+  check(cudaMemcpyAsync(m.tokens.get(), tok.data(), N * sizeof(int), cudaMemcpyHostToDevice, m.stream), "upload tokens");
+  check(cudaMemcpyAsync(m.targets.get(), tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice, m.stream), "upload targets");
+  // tok and tgt are pageable host memory that dies with this call: wait for the copies.
+  check(cudaStreamSynchronize(m.stream), "upload (sync)");
   const int* dtok = reinterpret_cast<const int*>(m.tokens.get());
   const int* dtgt = reinterpret_cast<const int*>(m.targets.get());
   const double scale = 1.0 / std::max(1, total_targets);
   const RecurrentParams rp = m.rparams();
 
   // ---- forward ----
-  check_launch(embed_forward(dtok, m.p(TOK), m.p(POS), N, T, d, m.X.get(), nullptr), "embed_forward");
+  check_launch(embed_forward(dtok, m.p(TOK), m.p(POS), N, T, d, m.X.get(), m.stream), "embed_forward");
   for (int l = 0; l < c.layers; ++l) {
     auto& y = m.L[l];
-    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN1_G)), m.p(m.blk(l, LN1_B)), N, d, y.H1.get(), y.xhat1.get(), y.rstd1.get(), nullptr), "ln1");
+    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN1_G)), m.p(m.blk(l, LN1_B)), N, d, y.H1.get(), y.xhat1.get(), y.rstd1.get(), m.stream), "ln1");
     m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WQ)), m.p(m.blk(l, BQ)), hd, y.Q.get(), 0.f);
     m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WK)), m.p(m.blk(l, BK)), hd, y.K.get(), 0.f);
     m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WV)), m.p(m.blk(l, BV)), hd, y.V.get(), 0.f);
     RecurrentTensors x;
     x.B = B; x.H = H; x.T = T; x.d = dh;
-    check_launch(bthc_to_bhtc(y.Q.get(), B, T, H, dh, y.qb.get(), nullptr), "permute q");
-    check_launch(bthc_to_bhtc(y.K.get(), B, T, H, dh, y.kb.get(), nullptr), "permute k");
-    check_launch(bthc_to_bhtc(y.V.get(), B, T, H, dh, y.vb.get(), nullptr), "permute v");
+    check_launch(bthc_to_bhtc(y.Q.get(), B, T, H, dh, y.qb.get(), m.stream), "permute q");
+    check_launch(bthc_to_bhtc(y.K.get(), B, T, H, dh, y.kb.get(), m.stream), "permute k");
+    check_launch(bthc_to_bhtc(y.V.get(), B, T, H, dh, y.vb.get(), m.stream), "permute v");
     x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get(); x.o = y.ob.get();
     if (m.kind == RecurrentKind::Vla) {
       // u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows.
@@ -217,32 +227,33 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
       for (int h = 0; h < H; ++h)
         check_blas(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, m.p(m.blk(l, WU)) + std::size_t(h) * dh * dh, dh,
                                y.K.get() + h * dh, hd, &zero, y.U.get() + h * dh, hd), "sgemm u");
-      check_launch(add_bias(y.U.get(), m.p(m.blk(l, BU)), N, hd, nullptr), "bias u");
-      check_launch(bthc_to_bhtc(y.U.get(), B, T, H, dh, y.ub.get(), nullptr), "permute u");
+      check_launch(add_bias(y.U.get(), m.p(m.blk(l, BU)), N, hd, m.stream), "bias u");
+      check_launch(bthc_to_bhtc(y.U.get(), B, T, H, dh, y.ub.get(), m.stream), "permute u");
       x.u = y.ub.get();
     }
     if (m.gated) {  // gate logits G = H1 W_g^T + b_g, (N, H)
       m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WG)), m.p(m.blk(l, BG)), H, y.G.get(), 0.f);
-      check_launch(bthc_to_bhtc(y.G.get(), B, T, H, 1, y.gb.get(), nullptr), "permute g");
+      check_launch(bthc_to_bhtc(y.G.get(), B, T, H, 1, y.gb.get(), m.stream), "permute g");
       x.g = y.gb.get();
     }
-    check_launch(recurrent_forward(m.kind, x, rp, nullptr), "recurrent_forward");
-    check_launch(bhtc_to_bthc(y.ob.get(), B, T, H, dh, y.O.get(), nullptr), "permute o");
+    check_launch(recurrent_forward(m.kind, x, rp, m.stream), "recurrent_forward");
+    check_launch(bhtc_to_bthc(y.ob.get(), B, T, H, dh, y.O.get(), m.stream), "permute o");
     m.linear_fwd(y.O.get(), N, hd, m.p(m.blk(l, WO)), m.p(m.blk(l, BO)), d, m.X.get(), 1.f);  // X += Y (residual)
-    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN2_G)), m.p(m.blk(l, LN2_B)), N, d, y.H2.get(), y.xhat2.get(), y.rstd2.get(), nullptr), "ln2");
+    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN2_G)), m.p(m.blk(l, LN2_B)), N, d, y.H2.get(), y.xhat2.get(), y.rstd2.get(), m.stream), "ln2");
     m.linear_fwd(y.H2.get(), N, d, m.p(m.blk(l, W1)), m.p(m.blk(l, B1)), F, y.Z1.get(), 0.f);
-    check_launch(gelu_forward(y.Z1.get(), (long long)N * F, y.A1.get(), nullptr), "gelu");
+    check_launch(gelu_forward(y.Z1.get(), (long long)N * F, y.A1.get(), m.stream), "gelu");
     m.linear_fwd(y.A1.get(), N, F, m.p(m.blk(l, W2)), m.p(m.blk(l, B2)), d, m.X.get(), 1.f);
   }
   const int gf = int(m.off.size()) - 2, bf = int(m.off.size()) - 1;
-  check_launch(layernorm_forward(m.X.get(), m.p(gf), m.p(bf), N, d, m.HF.get(), m.xhatf.get(), m.rstdf.get(), nullptr), "lnf");
+  check_launch(layernorm_forward(m.X.get(), m.p(gf), m.p(bf), N, d, m.HF.get(), m.xhatf.get(), m.rstdf.get(), m.stream), "lnf");
   m.linear_fwd(m.HF.get(), N, d, m.p(TOK), nullptr, V, m.logits.get(), 0.f);  // tied head, (N, V)
   int* dcorrect = reinterpret_cast<int*>(m.correct.get());
-  check_launch(softmax_cross_entropy(m.logits.get(), dtgt, N, V, float(scale), m.dlogits.get(), m.ce.get(), dcorrect, nullptr), "cross-entropy");
+  check_launch(softmax_cross_entropy(m.logits.get(), dtgt, N, V, float(scale), m.dlogits.get(), m.ce.get(), dcorrect, m.stream), "cross-entropy");
   std::vector<float> ce(N);
   std::vector<int> corr(N);
-  check(cudaMemcpy(ce.data(), m.ce.get(), N * sizeof(float), cudaMemcpyDeviceToHost), "download ce");
-  check(cudaMemcpy(corr.data(), dcorrect, N * sizeof(int), cudaMemcpyDeviceToHost), "download correct");
+  check(cudaMemcpyAsync(ce.data(), m.ce.get(), N * sizeof(float), cudaMemcpyDeviceToHost, m.stream), "download ce");
+  check(cudaMemcpyAsync(corr.data(), dcorrect, N * sizeof(int), cudaMemcpyDeviceToHost, m.stream), "download correct");
+  check(cudaStreamSynchronize(m.stream), "download (sync)");
   GpuBatchResult r;
   double loss = 0;
   int right = 0;
@@ -253,19 +264,19 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
   if (!backward) return r;
 
   // ---- backward (reverse order of the forward; every weight gradient adds into the zeroed G) ----
-  check(cudaMemset(m.G.get(), 0, m.G.size() * sizeof(float)), "cudaMemset G");
+  check(cudaMemsetAsync(m.G.get(), 0, m.G.size() * sizeof(float), m.stream), "cudaMemset G");
   m.linear_bwd(m.dlogits.get(), N, V, m.HF.get(), d, m.p(TOK), m.g(TOK), nullptr, m.dH.get(), 0.f);
-  check_launch(layernorm_backward(m.dH.get(), m.p(gf), m.xhatf.get(), m.rstdf.get(), N, d, m.dX.get(), false, m.g(gf), m.g(bf), nullptr), "lnf backward");
+  check_launch(layernorm_backward(m.dH.get(), m.p(gf), m.xhatf.get(), m.rstdf.get(), N, d, m.dX.get(), false, m.g(gf), m.g(bf), m.stream), "lnf backward");
   for (int l = c.layers - 1; l >= 0; --l) {
     auto& y = m.L[l];
     m.linear_bwd(m.dX.get(), N, d, y.A1.get(), F, m.p(m.blk(l, W2)), m.g(m.blk(l, W2)), m.g(m.blk(l, B2)), m.dF.get(), 0.f);
-    check_launch(gelu_backward(m.dF.get(), y.Z1.get(), (long long)N * F, nullptr), "gelu backward");
+    check_launch(gelu_backward(m.dF.get(), y.Z1.get(), (long long)N * F, m.stream), "gelu backward");
     m.linear_bwd(m.dF.get(), N, F, y.H2.get(), d, m.p(m.blk(l, W1)), m.g(m.blk(l, W1)), m.g(m.blk(l, B1)), m.dH.get(), 0.f);
     check_launch(layernorm_backward(m.dH.get(), m.p(m.blk(l, LN2_G)), y.xhat2.get(), y.rstd2.get(), N, d, m.dX.get(), true,
-                                    m.g(m.blk(l, LN2_G)), m.g(m.blk(l, LN2_B)), nullptr), "ln2 backward");
+                                    m.g(m.blk(l, LN2_G)), m.g(m.blk(l, LN2_B)), m.stream), "ln2 backward");
     // Mixer: Y = O W_o^T + b_o, then the recurrence's backward, then the projections.
     m.linear_bwd(m.dX.get(), N, d, y.O.get(), hd, m.p(m.blk(l, WO)), m.g(m.blk(l, WO)), m.g(m.blk(l, BO)), m.dO.get(), 0.f);
-    check_launch(bthc_to_bhtc(m.dO.get(), B, T, H, dh, m.dob.get(), nullptr), "permute dO");
+    check_launch(bthc_to_bhtc(m.dO.get(), B, T, H, dh, m.dob.get(), m.stream), "permute dO");
     RecurrentTensors x;
     x.B = B; x.H = H; x.T = T; x.d = dh;
     x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get();
@@ -275,13 +286,13 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
     if (m.kind == RecurrentKind::Vla) rg.du = m.dub.get();
     if (m.gated) rg.dg = m.dgb.get();
-    check_launch(recurrent_backward(m.kind, x, rg, rp, m.work.get(), nullptr), "recurrent_backward");
-    check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), nullptr), "permute dq");
-    check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), nullptr), "permute dk");
-    check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), nullptr), "permute dv");
+    check_launch(recurrent_backward(m.kind, x, rg, rp, m.work.get(), m.stream), "recurrent_backward");
+    check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), m.stream), "permute dq");
+    check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), m.stream), "permute dk");
+    check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), m.stream), "permute dv");
     if (m.kind == RecurrentKind::Vla) {
       // u_raw^h = K^h W_u^h^T + b_u^h: dW_u^h += dU^h^T K^h, db_u += column sums, dK^h += dU^h W_u^h.
-      check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), nullptr), "permute du");
+      check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), m.stream), "permute du");
       const float one = 1.f;
       for (int h = 0; h < H; ++h) {
         float* Wu = m.p(m.blk(l, WU)) + std::size_t(h) * dh * dh;
@@ -291,29 +302,30 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
         check_blas(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, Wu, dh, m.dU.get() + h * dh, hd, &one,
                                m.dK.get() + h * dh, hd), "sgemm dK from u");
       }
-      check_launch(column_sums(m.dU.get(), N, hd, m.g(m.blk(l, BU)), nullptr), "column_sums bu");
+      check_launch(column_sums(m.dU.get(), N, hd, m.g(m.blk(l, BU)), m.stream), "column_sums bu");
     }
     m.linear_bwd(m.dQ.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WQ)), m.g(m.blk(l, WQ)), m.g(m.blk(l, BQ)), m.dH.get(), 0.f);
     m.linear_bwd(m.dK.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WK)), m.g(m.blk(l, WK)), m.g(m.blk(l, BK)), m.dH.get(), 1.f);
     m.linear_bwd(m.dV.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WV)), m.g(m.blk(l, WV)), m.g(m.blk(l, BV)), m.dH.get(), 1.f);
     if (m.gated) {
-      check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), nullptr), "permute dg");
+      check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), m.stream), "permute dg");
       m.linear_bwd(m.dG.get(), N, H, y.H1.get(), d, m.p(m.blk(l, WG)), m.g(m.blk(l, WG)), m.g(m.blk(l, BG)), m.dH.get(), 1.f);
     }
     check_launch(layernorm_backward(m.dH.get(), m.p(m.blk(l, LN1_G)), y.xhat1.get(), y.rstd1.get(), N, d, m.dX.get(), true,
-                                    m.g(m.blk(l, LN1_G)), m.g(m.blk(l, LN1_B)), nullptr), "ln1 backward");
+                                    m.g(m.blk(l, LN1_G)), m.g(m.blk(l, LN1_B)), m.stream), "ln1 backward");
   }
-  check_launch(embed_backward(dtok, m.dX.get(), N, T, d, V, m.g(TOK), m.g(POS), nullptr), "embed_backward");
-  check(cudaDeviceSynchronize(), "forward_backward (sync)");
+  check_launch(embed_backward(dtok, m.dX.get(), N, T, d, V, m.g(TOK), m.g(POS), m.stream), "embed_backward");
+  check(cudaStreamSynchronize(m.stream), "forward_backward (sync)");
   return r;
 }
 
 double GpuModel::grad_norm() const {
   auto& m = *impl_;
   double* part = reinterpret_cast<double*>(m.partials.get());
-  check_launch(sum_squares_partials(m.G.get(), (long long)m.G.size(), part, nullptr), "sum_squares");
+  check_launch(sum_squares_partials(m.G.get(), (long long)m.G.size(), part, m.stream), "sum_squares");
   std::vector<double> h(kSumSqBlocks);
-  check(cudaMemcpy(h.data(), part, kSumSqBlocks * sizeof(double), cudaMemcpyDeviceToHost), "download partials");
+  check(cudaMemcpyAsync(h.data(), part, kSumSqBlocks * sizeof(double), cudaMemcpyDeviceToHost, m.stream), "download partials");
+  check(cudaStreamSynchronize(m.stream), "grad_norm (sync)");
   double s = 0;
   for (double v : h) s += v;
   return std::sqrt(s);
@@ -329,7 +341,7 @@ void GpuModel::adamw_step(const vla::train::AdamWConfig& c, double lr, double gs
     const bool decay = m.cols[i] > 1;  // matrices only (the CPU's rule)
     check_launch(adamw(m.P.get() + m.off[i], m.G.get() + m.off[i], m.M.get() + m.off[i], m.V.get() + m.off[i], n, float(gscale),
                        float(c.beta1), float(1 - c.beta1), float(c.beta2), float(1 - c.beta2), float(bc1), float(bc2), float(lr),
-                       float(lr * c.weight_decay), float(c.eps), decay, nullptr), "adamw");
+                       float(lr * c.weight_decay), float(c.eps), decay, m.stream), "adamw");
   }
 }
 

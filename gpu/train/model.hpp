@@ -12,6 +12,8 @@
 #include "core/train/adamw.hpp"
 #include "core/train/tasks.hpp"
 
+#include <cuda_runtime.h>
+
 #include <memory>
 
 namespace vla::gpu::train {
@@ -25,7 +27,9 @@ struct GpuBatchResult {
 class GpuModel {
  public:
   // Throws std::invalid_argument (naming the parameter) for a configuration the GPU path lacks.
-  GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p);
+  // stream: every kernel, copy and GEMM of this model runs on it (one stream per model lets several
+  // independent runs share a GPU; null = the legacy default stream).
+  GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p, cudaStream_t stream = nullptr);
   ~GpuModel();
   GpuModel(const GpuModel&) = delete;
   GpuModel& operator=(const GpuModel&) = delete;

@@ -9,6 +9,8 @@
 #include "gpu/train/model.hpp"
 
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -36,11 +38,11 @@ double evaluate(const vla::train::TrainConfig& c, GpuModel& m) {
 }  // namespace
 
 GpuTrainResult train_gpu(const vla::train::TrainConfig& c, const std::filesystem::path& dir,
-                         const std::function<void(const std::string&)>& progress) {
+                         const std::function<void(const std::string&)>& progress, cudaStream_t stream) {
   c.validate();
   validate_gpu_config(c.model);
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  GpuModel m(c.model, model::init_params<float>(c.model, c.seed));
+  GpuModel m(c.model, model::init_params<float>(c.model, c.seed), stream);
   GpuTrainResult res;
   CsvTable log({"step", "loss", "train_accuracy", "lr", "grad_norm", "eval_accuracy", "step_ms"});
   const auto t0 = std::chrono::steady_clock::now();
@@ -55,7 +57,7 @@ GpuTrainResult train_gpu(const vla::train::TrainConfig& c, const std::filesystem
     const double gscale = gnorm > c.opt.clip ? double(float(c.opt.clip / gnorm)) : 1.0;  // the CPU's m *= float(clip / gnorm)
     const double lr = vla::train::learning_rate(c.opt, s, c.steps);
     m.adamw_step(c.opt, lr, gscale);
-    check(cudaDeviceSynchronize(), "train step (sync)");
+    check(cudaStreamSynchronize(stream), "train step (sync)");
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count();
     res.step_ms += ms;
     res.losses.push_back(r.loss);
@@ -82,6 +84,34 @@ GpuTrainResult train_gpu(const vla::train::TrainConfig& c, const std::filesystem
     j["provenance"] = provenance("cuda");
     write_text_atomically(dir / "summary.json", j.dump(2) + "\n");
   }
+  return res;
+}
+
+std::vector<GpuTrainResult> train_gpu_many(const std::vector<vla::train::TrainConfig>& cfgs,
+                                           const std::vector<std::filesystem::path>& dirs,
+                                           const std::function<void(const std::string&)>& progress) {
+  if (dirs.size() != cfgs.size()) throw std::invalid_argument("train_gpu_many: one output folder per run");
+  for (const auto& c : cfgs) { c.validate(); validate_gpu_config(c.model); }  // reject before any run starts
+  std::vector<GpuTrainResult> res(cfgs.size());
+  std::vector<std::exception_ptr> err(cfgs.size());
+  std::vector<std::thread> pool;
+  std::mutex mu;
+  for (std::size_t i = 0; i < cfgs.size(); ++i)
+    pool.emplace_back([&, i] {
+      cudaStream_t s = nullptr;
+      try {
+        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        std::function<void(const std::string&)> pr;
+        if (progress) pr = [&, i](const std::string& line) { std::lock_guard<std::mutex> lk(mu); progress(fmt::format("run {}: {}", i, line)); };
+        res[i] = train_gpu(cfgs[i], dirs[i], pr, s);
+      } catch (...) {
+        err[i] = std::current_exception();
+      }
+      if (s) cudaStreamDestroy(s);
+    });
+  for (auto& t : pool) t.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
   return res;
 }
 

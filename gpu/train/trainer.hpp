@@ -5,6 +5,8 @@
 // step_ms) and DIR/summary.json. No checkpoint/resume on the GPU path (docs/gpu.md).
 #include "core/train/trainer.hpp"
 
+#include <cuda_runtime.h>
+
 #include <filesystem>
 #include <functional>
 
@@ -19,8 +21,18 @@ struct GpuTrainResult {
   model::Params<float> params;
 };
 
-// out_dir empty: write nothing. progress: one line every ~10% of the steps, or empty.
+// out_dir empty: write nothing. progress: one line every ~10% of the steps, or empty. stream: the CUDA
+// stream the run's work goes to (null: the legacy default stream).
 GpuTrainResult train_gpu(const vla::train::TrainConfig& cfg, const std::filesystem::path& out_dir,
-                         const std::function<void(const std::string&)>& progress = {});
+                         const std::function<void(const std::string&)>& progress = {}, cudaStream_t stream = nullptr);
+
+// Many independent runs (seeds x configurations) sharing one GPU in one process: one host thread and one
+// non-blocking CUDA stream per run, so one run's kernels fill the gaps of another's (a single run of the
+// small model leaves the GPU mostly idle: its step is ~40 small launches and host round trips). Each
+// run computes exactly what it computes alone (its own buffers, cuBLAS handle and stream; no atomics),
+// which tests/gpu/test_gpu_train.cpp checks bit for bit. dirs[i] as train_gpu's out_dir.
+std::vector<GpuTrainResult> train_gpu_many(const std::vector<vla::train::TrainConfig>& cfgs,
+                                           const std::vector<std::filesystem::path>& dirs,
+                                           const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace vla::gpu::train
