@@ -46,6 +46,11 @@ Mat<T> mixer_forward(const Rule& rule, const Params<T>& p, int l, int H, int dh,
   for (int h = 0; h < H; ++h) {
     auto st = rule.init(1, dh);
     auto& tp = c.heads[h];
+    if constexpr (is_recurrent<Rule>) {  // one allocation per tape, not a reallocation cascade per step
+      tp.S.reserve(n);
+      tp.z.reserve(n);
+      if constexpr (Rule::needs.penalty) tp.A.reserve(n);
+    }
     for (int t = 0; t < n; ++t) {
       in.q = c.Q.block(t, h * dh, 1, dh).transpose();  // (d_h, 1)
       in.k = c.K.block(t, h * dh, 1, dh).transpose();

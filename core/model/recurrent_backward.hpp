@@ -53,8 +53,13 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
   // A_0 = I / lambda0, computed as InversePenaltyTracker::reset does.
   const Mat<T> A0 = Mat<T>::Identity(d, d) * T(T(1) / T(vo.penalty.lambda0));
   const T scale = std::isnan(vo.penalty_scale) ? T(T(1) / T(sqrt(double(d)))) : T(vo.penalty_scale);
+  // Speed: the (d_h, d_h) carries dS, dA are updated IN PLACE (dS_t -> dS_{t-1}, dA_t -> dA_{t-1})
+  // and sym is a preallocated workspace, so no (d_h, d_h) matrix is allocated or copied per step.
+  // Every in-place update computes the same elementwise expression as the out-of-place form
+  // (x - a_i b_j, x + a_i b_j), so the gradients are bit-identical to it.
   Mat<T> dS = Mat<T>::Zero(d, d);  // dL/dS_t, carried backwards
   Mat<T> dA = Mat<T>::Zero(d, d);  // dL/dA_t, carried backwards (VLA)
+  Mat<T> sym(d, d);                // workspace: dA + dA^T (VLA)
   Vec<T> dz = Vec<T>::Zero(d);     // dL/dz_t
   for (int t = n - 1; t >= 0; --t) {
     const Mat<T>& S_t = tp.S[t];
@@ -66,11 +71,10 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
     Vec<T> dk_hat = Vec<T>::Zero(d);
     const bool norm_key = kind == WriteKind::Delta || (kind == WriteKind::Vla && vo.normalise_key);
     const Vec<T> k_hat = norm_key ? unit(k_feat) : k_feat;
-    Mat<T> dS_prev;
-    if (kind == WriteKind::Additive) {  // S_t = S_{t-1} + v k_feat^T (eq. 3)
+    // From here on dS_t is turned into dS_{t-1} in place, after its last read in this step.
+    if (kind == WriteKind::Additive) {  // S_t = S_{t-1} + v k_feat^T (eq. 3): dS_{t-1} = dS_t
       dv.row(t) = (dS * k_feat).transpose();
       dk_feat += dS.transpose() * v_t;
-      dS_prev = dS;
     } else if (kind == WriteKind::Delta) {  // S_t = beta S_{t-1} + (v - S_{t-1} k_hat) k_hat^T (eq. 4)
       const T beta = gated ? sigmoid(g(t)) : T(1);
       const Vec<T> e = v_t - S_prev * k_hat;
@@ -78,7 +82,8 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
       dv.row(t) = de.transpose();
       dk_hat += dS.transpose() * e - S_prev.transpose() * de;
       dg(t) = gated ? T(dS.cwiseProduct(S_prev).sum() * beta * (T(1) - beta)) : T(0);
-      dS_prev = beta * dS - de * k_hat.transpose();
+      dS *= beta;  // dS_{t-1} = beta dS_t - de k_hat^T
+      dS.noalias() -= de * k_hat.transpose();
     } else {  // VLA, Alg. 1 lines 8-22
       const Mat<T>& A_t = tp.A[t];
       const Mat<T>& A_prev = t ? tp.A[t - 1] : A0;
@@ -100,16 +105,15 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
       const Vec<T> dalpha = dS.transpose() * e;
       dv.row(t) = de.transpose();
       dk_hat -= S_prev.transpose() * de;
-      dS_prev = dS - de * k_hat.transpose();
-      Mat<T> dA_prev_extra = Mat<T>::Zero(d, d);
+      dS.noalias() -= de * k_hat.transpose();  // dS_{t-1} = dS_t - de k_hat^T
+      Vec<T> dAk;  // RLS only: dL/d(A_{t-1} k_hat), added into dA_{t-1} at the end of the step
       if (vo.gain == VlaGain::RlsPrior) {
-        Vec<T> dAk = dalpha / dc;
+        dAk = dalpha / dc;
         if (!(den_r < eps)) {
           const T dden = -dalpha.dot(alpha) / dc;
           dk_hat += dden * Ak;
           dAk += dden * k_hat;
         }
-        dA_prev_extra.noalias() += dAk * k_hat.transpose();
         dk_hat += A_prev.transpose() * dAk;
       } else {
         const Vec<T> da = vo.gain == VlaGain::UnitPost ? unit_backward<T>(a, dalpha) : dalpha;
@@ -117,7 +121,7 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
         dk_hat += A_t.transpose() * da;
       }
       // A_t = A_{t-1} - zv zv^T / max(delta, eps) [+ eta I] (lines 12-17); the refresh adds a constant.
-      Mat<T> dA_prev = dA;
+      // dA now holds dL/dA_t in full; it becomes dL/dA_{t-1} in place below.
       if (!vo.fixed_A) {
         const Vec<T> ur = u_raw.row(t).transpose();
         const Vec<T> uvec = unit(ur) * scale;  // line 10
@@ -129,24 +133,24 @@ void recurrent_head_backward(WriteKind kind, const VlaOptions& vo, bool gated, d
         Vec<T> du_vec = Vec<T>::Zero(d);
         if (!skipped) {
           const T dl = clamped ? eps : delta;
-          Vec<T> dzv = -(dA + dA.transpose()) * zv / dl;
+          sym.noalias() = dA + dA.transpose();
+          Vec<T> dzv = -(sym * zv) / dl;
           if (!clamped) {
             const T ddelta = zv.dot(dA * zv) / (dl * dl);
             dzv += ddelta * uvec;
             du_vec += ddelta * zv;
           }
-          dA_prev.noalias() += dzv * uvec.transpose();
+          dA.noalias() += dzv * uvec.transpose();  // dA_{t-1} = dA_t + dzv u^T (dA_t read above for the last time)
           du_vec += A_prev.transpose() * dzv;
         }
         du.row(t) = (unit_backward<T>(ur, du_vec) * scale).transpose();
       } else {
         du.row(t).setZero();
       }
-      dA = dA_prev + dA_prev_extra;
+      if (vo.gain == VlaGain::RlsPrior) dA.noalias() += dAk * k_hat.transpose();
     }
     if (kind != WriteKind::Additive) dk_feat += norm_key ? unit_backward<T>(k_feat, dk_hat) : dk_hat;
     dk.row(t) = dk_feat.binaryExpr(k_raw, [](const T& gg, const T& x) { return T(gg * elu_plus_one_grad(x)); }).transpose();
-    dS = dS_prev;
   }
 }
 
