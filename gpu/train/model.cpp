@@ -27,7 +27,7 @@ RecurrentKind kind_of(const std::string& m) {
   if (m == "vla") return RecurrentKind::Vla;
   if (m == "linear") return RecurrentKind::Linear;
   if (m == "deltanet") return RecurrentKind::DeltaNet;
-  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU training path (allowed with --device cuda: vla, linear, deltanet)", m));
+  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU training path (allowed on the GPU: vla, linear, deltanet)", m));
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ void validate_gpu_config(const model::ModelConfig& cfg) {
   cfg.validate();
   kind_of(cfg.mixer.mixer);
   if (cfg.d_head != 16 && cfg.d_head != 32 && cfg.d_head != 64)
-    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU backward kernel (allowed with --device cuda: 16, 32, 64)", cfg.d_head));
+    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU backward kernel (allowed on the GPU: 16, 32, 64)", cfg.d_head));
   if (cfg.mixer.penalty.policy != DeltaPolicy::Clamp)
     throw std::invalid_argument("--delta-policy: the GPU kernels implement Algorithm 1's clamp only (allowed: clamp)");
 }

@@ -6,6 +6,7 @@
 #include "core/io/csv.hpp"
 #include "core/io/provenance.hpp"
 #include "gpu/cuda_check.hpp"
+#include "gpu/device_query.hpp"
 #include "gpu/train/model.hpp"
 
 #include <chrono>
@@ -25,6 +26,11 @@ namespace {
 // so that CPU and GPU runs report accuracy on the same 960 held-out samples.
 std::uint64_t eval_seed(std::uint64_t seed) { return seed ^ 0xE7A1E7A1D00DFEEDULL; }
 
+// Before anything is written: a clear message instead of the first cudaMalloc's driver error.
+void require_device() {
+  if (device_count() == 0) throw std::runtime_error("no CUDA device visible: GPU training needs one (use `vla train` on the CPU)");
+}
+
 double evaluate(const vla::train::TrainConfig& c, GpuModel& m) {
   double correct = 0, targets = 0;
   for (int i = 0; i < c.eval_batches; ++i) {
@@ -41,6 +47,7 @@ GpuTrainResult train_gpu(const vla::train::TrainConfig& c, const std::filesystem
                          const std::function<void(const std::string&)>& progress, cudaStream_t stream) {
   c.validate();
   validate_gpu_config(c.model);
+  require_device();
   if (!dir.empty()) std::filesystem::create_directories(dir);
   GpuModel m(c.model, model::init_params<float>(c.model, c.seed), stream);
   GpuTrainResult res;
@@ -92,6 +99,7 @@ std::vector<GpuTrainResult> train_gpu_many(const std::vector<vla::train::TrainCo
                                            const std::function<void(const std::string&)>& progress) {
   if (dirs.size() != cfgs.size()) throw std::invalid_argument("train_gpu_many: one output folder per run");
   for (const auto& c : cfgs) { c.validate(); validate_gpu_config(c.model); }  // reject before any run starts
+  require_device();
   std::vector<GpuTrainResult> res(cfgs.size());
   std::vector<std::exception_ptr> err(cfgs.size());
   std::vector<std::thread> pool;
