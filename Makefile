@@ -43,7 +43,7 @@ test-slow: build
 	ctest --test-dir $(BUILD) -L slow --output-on-failure -j $(JOBS)
 
 sanitize: deps
-	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVLA_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" -DVLA_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN) -L fast --output-on-failure -j $(JOBS)
 
