@@ -2,7 +2,11 @@
 // Writes DIR/summary.json, DIR/log.csv, DIR/checkpoint.bin; --resume DIR continues a run exactly.
 // SIGINT stops after the current step with a resumable checkpoint and a consistent log.
 #include "cli/command.hpp"
+#include "cli/train_options.hpp"
 #include "core/train/trainer.hpp"
+#ifdef VLA_HAVE_CUDA
+#include "gpu/train/trainer.hpp"
+#endif
 
 #include <fmt/format.h>
 
@@ -20,6 +24,7 @@ struct Args {
   std::string resume;
   int threads = 0;
   int stop_after = -1;
+  std::string device = "cpu";
 };
 
 const vla::cli::RegisterCommand reg{
@@ -27,29 +32,29 @@ const vla::cli::RegisterCommand reg{
     [](CLI::App& app) {
       auto a = std::make_shared<Args>();
       auto& c = a->cfg;
-      c.steps = 2000;
-      app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
-      app.add_option("--mixer", c.model.mixer.mixer, "vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax")->capture_default_str();
-      app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1)")->capture_default_str();
-      app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even)")->capture_default_str();
-      app.add_option("--steps", c.steps, "optimiser steps")->capture_default_str();
-      app.add_option("--batch", c.batch, "sequences per step")->capture_default_str();
-      app.add_option("--seed", c.seed, "seed of weights and training batches")->capture_default_str();
-      app.add_option("--eval-every", c.eval_every, "evaluate every K steps (0: at the end only)")->capture_default_str();
-      app.add_option("--eval-batches", c.eval_batches, "held-out evaluation batches of 64")->capture_default_str();
-      app.add_flag("--ood", c.ood, "MQAR: evaluate with keys from {64..126} (Table 13)");
-      app.add_option("--d-model", c.model.d_model, "model width")->capture_default_str();
-      app.add_option("--heads", c.model.heads, "heads")->capture_default_str();
-      app.add_option("--d-head", c.model.d_head, "head width")->capture_default_str();
-      app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
-      app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
-      app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
+      vla::cli::add_training_options(app, c, "vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax", "head width");
       app.add_option("--checkpoint-every", c.checkpoint_every, "checkpoint every K steps")->capture_default_str();
       app.add_option("--threads", a->threads, "worker threads (0: all cores)")->capture_default_str();
       app.add_option("--stop-after", a->stop_after, "stop (resumably) after this many steps, as SIGINT would");
       app.add_option("--out", a->out, "output folder");
       app.add_option("--resume", a->resume, "continue the run in this folder");
+      app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, vla/linear/deltanet, no resume; "
+                                            "`vla train-gpu` runs many seeds and mixers at once)")->capture_default_str();
       app.final_callback([a] {
+        if (a->device != "cpu" && a->device != "cuda")
+          throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda)", a->device));
+        if (a->device == "cuda") {
+#ifdef VLA_HAVE_CUDA
+          if (!a->resume.empty()) throw std::invalid_argument("--resume: not available with --device cuda");
+          if (a->out.empty()) throw std::invalid_argument("--out: an output folder is required");
+          const auto r = vla::gpu::train::train_gpu(a->cfg, a->out, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+          fmt::print("done on the GPU: final loss {:.4f}, eval exact-match {:.4f}, {:.3f} ms/step, wall {:.1f} s; wrote {}/summary.json, log.csv\n",
+                     r.final_loss, r.eval_accuracy, r.step_ms, r.wall_s, a->out);
+          return;
+#else
+          throw std::invalid_argument("--device: cuda is not available, this build has no CUDA path (nvcc was not found)");
+#endif
+        }
         vla::train::RunOptions ro;
         ro.threads = a->threads;
         ro.stop_after = a->stop_after;

@@ -3,6 +3,7 @@
 // the CUDA path (VLA_HAVE_CUDA); without it the command does not exist.
 #ifdef VLA_HAVE_CUDA
 #include "cli/command.hpp"
+#include "cli/train_options.hpp"
 #include "gpu/train/trainer.hpp"
 
 #include <fmt/format.h>
@@ -25,23 +26,7 @@ const vla::cli::RegisterCommand reg{
     [](CLI::App& app) {
       auto a = std::make_shared<Args>();
       auto& c = a->cfg;
-      c.steps = 2000;
-      app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
-      app.add_option("--mixer", c.model.mixer.mixer, "vla, linear, deltanet")->capture_default_str();
-      app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1)")->capture_default_str();
-      app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even)")->capture_default_str();
-      app.add_option("--steps", c.steps, "optimiser steps")->capture_default_str();
-      app.add_option("--batch", c.batch, "sequences per step")->capture_default_str();
-      app.add_option("--seed", c.seed, "seed of weights and training batches")->capture_default_str();
-      app.add_option("--eval-every", c.eval_every, "evaluate every K steps (0: at the end only)")->capture_default_str();
-      app.add_option("--eval-batches", c.eval_batches, "held-out evaluation batches of 64")->capture_default_str();
-      app.add_flag("--ood", c.ood, "MQAR: evaluate with keys from {64..126} (Table 13)");
-      app.add_option("--d-model", c.model.d_model, "model width")->capture_default_str();
-      app.add_option("--heads", c.model.heads, "heads")->capture_default_str();
-      app.add_option("--d-head", c.model.d_head, "head width (16, 32, 64)")->capture_default_str();
-      app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
-      app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
-      app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
+      vla::cli::add_training_options(app, c, "vla, linear, deltanet", "head width (16, 32, 64)");
       app.add_option("--seeds", a->seeds, "several runs: these seeds (x --mixers), concurrently on one GPU, in OUT/<mixer>_seed<S>")->delimiter(',');
       app.add_option("--mixers", a->mixers, "several runs: these mixers (x --seeds)")->delimiter(',');
       app.add_option("--out", a->out, "output folder (log.csv, summary.json)")->required();

@@ -1,0 +1,31 @@
+#pragma once
+// The options `vla train` and `vla train-gpu` share: the task, the model and the optimiser schedule of
+// core/train/trainer.hpp TrainConfig, with the paper's defaults (Tables 3, 6) and 2000 steps.
+#include "core/train/trainer.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace vla::cli {
+
+inline void add_training_options(CLI::App& app, train::TrainConfig& c, const std::string& mixers,
+                                 const std::string& d_heads) {
+  c.steps = 2000;
+  app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
+  app.add_option("--mixer", c.model.mixer.mixer, mixers)->capture_default_str();
+  app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1)")->capture_default_str();
+  app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even)")->capture_default_str();
+  app.add_option("--steps", c.steps, "optimiser steps")->capture_default_str();
+  app.add_option("--batch", c.batch, "sequences per step")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of weights and training batches")->capture_default_str();
+  app.add_option("--eval-every", c.eval_every, "evaluate every K steps (0: at the end only)")->capture_default_str();
+  app.add_option("--eval-batches", c.eval_batches, "held-out evaluation batches of 64")->capture_default_str();
+  app.add_flag("--ood", c.ood, "MQAR: evaluate with keys from {64..126} (Table 13)");
+  app.add_option("--d-model", c.model.d_model, "model width")->capture_default_str();
+  app.add_option("--heads", c.model.heads, "heads")->capture_default_str();
+  app.add_option("--d-head", c.model.d_head, d_heads)->capture_default_str();
+  app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
+  app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
+  app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
+}
+
+}  // namespace vla::cli
