@@ -7,34 +7,9 @@
 # usage: bash gpu/train-check.sh        exit status non-zero if a build, test or sanitizer step failed
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/vla-device-out}
-BUILD=${BUILD:-build-device}
-mkdir -p "$OUT"
-status=0
-step() { echo "== $*"; }
-step "device"
-nvidia-smi -L; nvcc --version | tail -1
-if compgen -G ".device-carry/debs/*.deb" > /dev/null; then
-  PREFIX=/tmp/vla-deps
-  mkdir -p $PREFIX
-  for f in .device-carry/debs/*.deb; do dpkg -x "$f" $PREFIX; done
-  export CMAKE_PREFIX_PATH=$PREFIX/usr
-  export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-  export PKG_CONFIG_LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig:$PREFIX/usr/share/pkgconfig
-  export PKG_CONFIG_SYSROOT_DIR=$PREFIX
-  export CPATH=$PREFIX/usr/include/x86_64-linux-gnu
-  PKGCONF_ARG=-DPKG_CONFIG_EXECUTABLE=$PREFIX/usr/bin/pkgconf
-fi
-if [ -f .device-carry/src.tar ]; then
-  rm -rf /tmp/vla-src && mkdir -p /tmp/vla-src && tar -xf .device-carry/src.tar -C /tmp/vla-src
-  cp -r .device-carry /tmp/vla-src/ 2>/dev/null; cd /tmp/vla-src; echo "building the snapshot .device-carry/src.tar"
-fi
-step "configure + build"
-GEN=""; command -v ninja > /dev/null && GEN="-G Ninja"
-{ cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${PKGCONF_ARG:-} &&
-  cmake --build "$BUILD" -j "$(nproc)" --target test_gpu vla; } > "$OUT/build.log" 2>&1
-rc=$?; tail -3 "$OUT/build.log"
-if [ $rc -ne 0 ]; then echo "BUILD FAILED"; grep -B2 -A8 -E "error" "$OUT/build.log" | head -60; exit 1; fi
+source gpu/device-env.sh
+device_build test_gpu vla
+
 T="$BUILD/bin/test_gpu"
 step "parity tests"
 "$T" "[gpu-train]" 2>&1 | tail -2
