@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include <catch2/catch.hpp>
+
 namespace vla::test {
 
 inline constexpr int kPrecT = 16, kPrecD = 8;
@@ -68,5 +70,19 @@ inline double precision_case_error(const Mat<double>& Y, const Mat<double>& R) {
 inline double precision_case_tolerance(double u) { return 8.0 * std::sqrt(double(kPrecT) * 4 * kPrecD) * u; }
 
 inline const char* const kPrecMixers[] = {"vla", "linear", "deltanet", "softmax"};
+
+// Precision P against mp100 on the shared case, every mixer of kPrecMixers, tolerance from P's storage
+// unit roundoff (precision_case_tolerance). Used by precision_{ieee,low,mixed}.cpp, one TU per family
+// to keep compile times small.
+template <class P> void check_against_mp100() {
+  const double u = unit_roundoff<typename P::storage_t>();
+  for (const char* m : kPrecMixers) {
+    const double err = precision_case_error(precision_case_run<P>(m), precision_case_reference(m));
+    INFO(P::name() << " " << m << ": relative error " << err << " = " << err / u << " u, tolerance "
+                   << precision_case_tolerance(u) / u << " u");
+    CHECK(err <= precision_case_tolerance(u));
+    CHECK(err == err);  // not NaN
+  }
+}
 
 }  // namespace vla::test

@@ -8,16 +8,5 @@
 using namespace vla;
 using namespace vla::test;
 
-template <class P> static void check_against_mp100() {
-  const double u = unit_roundoff<typename P::storage_t>();
-  for (const char* m : kPrecMixers) {
-    const double err = precision_case_error(precision_case_run<P>(m), precision_case_reference(m));
-    INFO(P::name() << " " << m << ": relative error " << err << " = " << err / u << " u, tolerance "
-                   << precision_case_tolerance(u) / u << " u");
-    CHECK(err <= precision_case_tolerance(u));
-    CHECK(err == err);  // not NaN
-  }
-}
-
 TEST_CASE("precision: half+float vs mp100", "[precision]") { check_against_mp100<Precision<half, float>>(); }
 TEST_CASE("precision: bfloat16+float vs mp100", "[precision]") { check_against_mp100<Precision<bfloat16, float>>(); }
