@@ -15,9 +15,7 @@
 //
 // Adjoint equations (reverse order of the forward; dS, dA, dzs are the adjoints of S_t, A_t, zs_t
 // carried back from step t+1, zero after the last step; "g" = do / den):
-//   read (26):    dS += g qf^T;  dqf = S_t^T g;  if den is not clamped (r >= eps):
-//                 c = -(g.o), dqf += c zs_t, dzs += c qf   (the clamped branch is constant: no gradient)
-//                 dq_raw = dqf * phi'(q_raw)
+//   read (26):    gpu/read_backward_reference.hpp (adds to dS and dzs, gives dq_raw)
 //   (25):         dkf = dzs                                 (dzs is then also the adjoint of zs_{t-1})
 //   (22):         de = dS ah;  dah = dS^T e                  (dS passes to S_{t-1} unchanged)
 //   (21):         dv = de;  dS -= de k_hat^T;  dkh = -S_{t-1}^T de
@@ -32,6 +30,9 @@
 //   (8):          dk_raw = dkf * phi'(k_raw)
 // A_t is symmetric in exact arithmetic, but the adjoints above use the transposes as written, so
 // the reference is the exact derivative of the rounded-free function, whatever the rounding.
+#include "gpu/read_backward_reference.hpp"  // phi, dphi, dot, matvec_t, the read (26) and its adjoint
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -43,9 +44,6 @@ struct VlaHyper {  // as gpu::RecurrentParams / core PenaltyOptions (defaults = 
   int refresh_period = 20;
 };
 
-template <class R> R phi(R x) { return x > R(0) ? x + R(1) : R(std::exp(x)); }
-template <class R> R dphi(R x) { return x > R(0) ? R(1) : R(std::exp(x)); }
-
 // One sequence. Inputs q, k, v, u: (T, d) row-major (token t at t*d); dout: (T, d).
 // Outputs (resized): o (T, d) the forward output, dq, dk, dv, du (T, d) the gradients of
 // L = sum(dout * o) with respect to q_raw, k_raw, v, u_raw.
@@ -55,90 +53,74 @@ void vla_backward(int T, int d, const std::vector<R>& q, const std::vector<R>& k
                   std::vector<R>& dk, std::vector<R>& dv, std::vector<R>& du, const VlaHyper& hp = {}) {
   const std::size_t dd = std::size_t(d) * d, N = std::size_t(T) * d;
   const R eps = R(hp.eps), s = R(1) / std::sqrt(R(d));
-  auto dot = [d](const R* a, const R* b) { R acc = 0; for (int i = 0; i < d; ++i) acc += a[i] * b[i]; return acc; };
+  auto dot = [d](const R* a, const R* b) { return ref::dot(d, a, b); };
+  Read<R> read(d, eps);
   // Per-step forward quantities kept for the reverse pass.
   std::vector<R> Sprev(N * d), Aprev(N * d), zsv(N);  // S_{t-1}, A_{t-1}: (T, d, d); zs_t: (T, d)
   std::vector<R> S(dd, R(0)), A(dd, R(0)), zs(d, R(0));
   for (int i = 0; i < d; ++i) A[std::size_t(i) * d + i] = R(1) / R(hp.lambda0);  // A_0 = I / lambda0 (line 4)
-  o.assign(N, R(0));
-  std::vector<R> kf(d), kh(d), uu(d), z(d), al(d), e(d), qf(d);
-  for (int t = 0; t < T; ++t) {
+  std::vector<R> kf(d), kh(d), uu(d), z(d), al(d), ah(d), e(d);
+  R nk, nu, delta, dc, na;
+  // Step t's writes (lines 8-22) from S_{t-1}, A_{t-1} (Sp, Ap): the vectors above, and S_t, A_t
+  // into St, At (which must not alias Sp, Ap). The forward and the reverse pass both call it, so the
+  // reverse pass recomputes exactly what the forward computed.
+  auto step = [&](int t, const R* Sp, const R* Ap, R* St, R* At) {
     const std::size_t b = std::size_t(t) * d;
-    std::copy(S.begin(), S.end(), Sprev.begin() + t * dd);
-    std::copy(A.begin(), A.end(), Aprev.begin() + t * dd);
     for (int i = 0; i < d; ++i) kf[i] = phi(k[b + i]);
-    const R nk = std::sqrt(dot(kf.data(), kf.data()));
+    nk = std::sqrt(dot(kf.data(), kf.data()));
     for (int i = 0; i < d; ++i) kh[i] = nk == R(0) ? kf[i] : kf[i] / nk;
-    const R nu = std::sqrt(dot(&u[b], &u[b]));
-    for (int i = 0; i < d; ++i) uu[i] = nu == R(0) ? R(0) : u[b + i] * s / nu;
-    for (int i = 0; i < d; ++i) z[i] = dot(&A[std::size_t(i) * d], uu.data());
-    const R delta = R(1) + dot(uu.data(), z.data());
-    const R dc = delta >= eps ? delta : eps;
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) A[std::size_t(i) * d + j] -= z[i] * z[j] / dc;
-    if (hp.refresh_period > 0 && (t + 1) % hp.refresh_period == 0)
-      for (int i = 0; i < d; ++i) A[std::size_t(i) * d + i] += R(hp.refresh_eta);
-    for (int i = 0; i < d; ++i) al[i] = dot(&A[std::size_t(i) * d], kh.data());
-    const R na = std::sqrt(dot(al.data(), al.data()));
-    for (int i = 0; i < d; ++i) e[i] = v[b + i] - dot(&S[std::size_t(i) * d], kh.data());
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j) S[std::size_t(i) * d + j] += e[i] * (na == R(0) ? R(0) : al[j] / na);
-    for (int i = 0; i < d; ++i) { zs[i] += kf[i]; zsv[b + i] = zs[i]; qf[i] = phi(q[b + i]); }
-    const R r = dot(zs.data(), qf.data()), den = r < eps ? eps : r;
-    for (int i = 0; i < d; ++i) o[b + i] = dot(&S[std::size_t(i) * d], qf.data()) / den;
-  }
-
-  dq.assign(N, R(0)); dk.assign(N, R(0)); dv.assign(N, R(0)); du.assign(N, R(0));
-  std::vector<R> dS(dd, R(0)), dA(dd, R(0)), dzs(d, R(0));
-  std::vector<R> St(dd), At(dd), g(d), dqf(d), dkf(d), de(d), dah(d), dkh(d), dal(d), dz(d), duu(d), ah(d);
-  for (int t = T - 1; t >= 0; --t) {
-    const std::size_t b = std::size_t(t) * d;
-    const R* Sp = &Sprev[t * dd];
-    const R* Ap = &Aprev[t * dd];
-    // Recompute step t's forward quantities from S_{t-1}, A_{t-1}.
-    for (int i = 0; i < d; ++i) kf[i] = phi(k[b + i]);
-    const R nk = std::sqrt(dot(kf.data(), kf.data()));
-    for (int i = 0; i < d; ++i) kh[i] = nk == R(0) ? kf[i] : kf[i] / nk;
-    const R nu = std::sqrt(dot(&u[b], &u[b]));
+    nu = std::sqrt(dot(&u[b], &u[b]));
     for (int i = 0; i < d; ++i) uu[i] = nu == R(0) ? R(0) : u[b + i] * s / nu;
     for (int i = 0; i < d; ++i) z[i] = dot(&Ap[std::size_t(i) * d], uu.data());
-    const R delta = R(1) + dot(uu.data(), z.data());
-    const R dc = delta >= eps ? delta : eps;
+    delta = R(1) + dot(uu.data(), z.data());
+    dc = delta >= eps ? delta : eps;
     for (std::size_t x = 0; x < dd; ++x) At[x] = Ap[x] - z[x / d] * z[x % d] / dc;
     if (hp.refresh_period > 0 && (t + 1) % hp.refresh_period == 0)
       for (int i = 0; i < d; ++i) At[std::size_t(i) * d + i] += R(hp.refresh_eta);
     for (int i = 0; i < d; ++i) al[i] = dot(&At[std::size_t(i) * d], kh.data());
-    const R na = std::sqrt(dot(al.data(), al.data()));
+    na = std::sqrt(dot(al.data(), al.data()));
     for (int i = 0; i < d; ++i) ah[i] = na == R(0) ? R(0) : al[i] / na;
     for (int i = 0; i < d; ++i) e[i] = v[b + i] - dot(&Sp[std::size_t(i) * d], kh.data());
     for (std::size_t x = 0; x < dd; ++x) St[x] = Sp[x] + e[x / d] * ah[x % d];
-    for (int i = 0; i < d; ++i) qf[i] = phi(q[b + i]);
-    const R r = dot(&zsv[b], qf.data()), den = r < eps ? eps : r;
+  };
+  o.assign(N, R(0));
+  for (int t = 0; t < T; ++t) {
+    const std::size_t b = std::size_t(t) * d;
+    std::copy(S.begin(), S.end(), Sprev.begin() + t * dd);
+    std::copy(A.begin(), A.end(), Aprev.begin() + t * dd);
+    step(t, &Sprev[t * dd], &Aprev[t * dd], S.data(), A.data());
+    for (int i = 0; i < d; ++i) { zs[i] += kf[i]; zsv[b + i] = zs[i]; }
+    read.forward(S.data(), zs.data(), &q[b], &o[b]);
+  }
+
+  dq.assign(N, R(0)); dk.assign(N, R(0)); dv.assign(N, R(0)); du.assign(N, R(0));
+  std::vector<R> dS(dd, R(0)), dA(dd, R(0)), dzs(d, R(0));
+  std::vector<R> St(dd), At(dd), dkf(d), de(d), dah(d), dkh(d), dal(d), dz(d), duu(d), tmp(d);
+  for (int t = T - 1; t >= 0; --t) {
+    const std::size_t b = std::size_t(t) * d;
+    const R* Sp = &Sprev[t * dd];
+    const R* Ap = &Aprev[t * dd];
+    step(t, Sp, Ap, St.data(), At.data());
 
     // (26) read
-    for (int i = 0; i < d; ++i) g[i] = dout[b + i] / den;
-    for (int j = 0; j < d; ++j) { R acc = 0; for (int i = 0; i < d; ++i) acc += St[std::size_t(i) * d + j] * g[i]; dqf[j] = acc; }
-    for (std::size_t x = 0; x < dd; ++x) dS[x] += g[x / d] * qf[x % d];
-    if (!(r < eps)) {
-      const R c = -dot(g.data(), &o[b]);
-      for (int i = 0; i < d; ++i) { dqf[i] += c * zsv[b + i]; dzs[i] += c * qf[i]; }
-    }
-    for (int i = 0; i < d; ++i) dq[b + i] = dqf[i] * dphi(q[b + i]);
+    read.backward(St.data(), &zsv[b], &q[b], &o[b], &dout[b], dS.data(), dzs.data(), &dq[b]);
     // (25)
     for (int i = 0; i < d; ++i) dkf[i] = dzs[i];
     // (22)
     for (int i = 0; i < d; ++i) de[i] = dot(&dS[std::size_t(i) * d], ah.data());
-    for (int j = 0; j < d; ++j) { R acc = 0; for (int i = 0; i < d; ++i) acc += dS[std::size_t(i) * d + j] * e[i]; dah[j] = acc; }
+    matvec_t(d, dS.data(), e.data(), dah.data());
     // (21)
     for (int i = 0; i < d; ++i) dv[b + i] = de[i];
     for (std::size_t x = 0; x < dd; ++x) dS[x] -= de[x / d] * kh[x % d];
-    for (int j = 0; j < d; ++j) { R acc = 0; for (int i = 0; i < d; ++i) acc += Sp[std::size_t(i) * d + j] * de[i]; dkh[j] = -acc; }
+    matvec_t(d, Sp, de.data(), dkh.data());
+    for (int j = 0; j < d; ++j) dkh[j] = -dkh[j];
     // (20)
     const R ahdah = dot(ah.data(), dah.data());
     for (int i = 0; i < d; ++i) dal[i] = na == R(0) ? R(0) : (dah[i] - ah[i] * ahdah) / na;
     // (19)
     for (std::size_t x = 0; x < dd; ++x) dA[x] += dal[x / d] * kh[x % d];
-    for (int j = 0; j < d; ++j) { R acc = 0; for (int i = 0; i < d; ++i) acc += At[std::size_t(i) * d + j] * dal[i]; dkh[j] += acc; }
+    matvec_t(d, At.data(), dal.data(), tmp.data());
+    for (int j = 0; j < d; ++j) dkh[j] += tmp[j];
     // (14, 16)
     R zdAz = 0;
     for (int i = 0; i < d; ++i) {
@@ -151,7 +133,8 @@ void vla_backward(int T, int d, const std::vector<R>& q, const std::vector<R>& k
     const R ddelta = delta >= eps ? zdAz / (dc * dc) : R(0);
     for (int i = 0; i < d; ++i) { duu[i] = ddelta * z[i]; dz[i] += ddelta * uu[i]; }
     for (std::size_t x = 0; x < dd; ++x) dA[x] += dz[x / d] * uu[x % d];
-    for (int j = 0; j < d; ++j) { R acc = 0; for (int i = 0; i < d; ++i) acc += Ap[std::size_t(i) * d + j] * dz[i]; duu[j] += acc; }
+    matvec_t(d, Ap, dz.data(), tmp.data());
+    for (int j = 0; j < d; ++j) duu[j] += tmp[j];
     // (10)
     if (nu != R(0)) {
       R uhdu = 0;
