@@ -13,14 +13,25 @@
 //    slots, and the reverse steps read them back. Every state is the forward's own rounding, the
 //    cost is two forward passes plus the reverse, and the scratch is O(T/CH + CH) states per
 //    sequence (CH = 32: at d = 64 the chunk scratch is 1 MB per block, L2-resident on an H100).
+//    `two_passes` below is this schedule, once for the three rules; each rule gives it a forward step
+//    and a reverse step.
 //
 // Parallel structure. One block per (b, h), d threads; thread j owns element j of every per-token
 // vector and column j of S, A, dS, dA for rank-1 updates (M += a b^T touches M[:, j] only in thread j,
-// so updates need no atomics). The four matrices live in shared memory with row stride d+1, so that
-// both a row walk (thread j reads M[j][c], mat-vec M x) and a column walk (M[c][j], M^T x) hit 32
-// distinct banks. All dot products are block sums through one shared buffer (every thread adds the d
-// partials in the same order, so all threads hold bitwise the same scalar). This is the simple,
-// race-free form; it is not yet tuned (docs/gpu.md gives its measured cost against the forward).
+// so updates need no atomics). S, dS, dA live in shared memory with row stride d+1, so that both a row
+// walk (thread j reads M[j][c], mat-vec M x) and a column walk (M[c][j], M^T x) hit 32 distinct banks.
+// A is kept bitwise symmetric (A_0 = I / lambda0; the update subtracts (z_c z_j) / dc, a product that
+// is the same number for (c, j) and (j, c); the refresh adds eta I), so A x = A^T x is a column walk
+// and thread j never reads another thread's column of A: A needs no sharing at all. That is what makes
+// d = 128 fit: S, dS, dA padded are 3 x 128 x 129 floats = 198 KB of the H100's 227 KB per block, and
+// a fourth (A) does not fit (264 KB in all); so at d = 128 thread j holds its column of A in 128
+// registers (AColumn<.., kRegs>), at d <= 64 in shared memory as before (registers there are taken by
+// the slot prefetch below). Splitting rows across warps or CTAs was the alternative: it would change
+// every mat-vec and reduction of the kernel and add cross-CTA synchronisation per step, for a layout
+// that the symmetry of A makes unnecessary.
+// Every scalar a step needs (norms, dot products) is a block sum that leaves bitwise the same value in
+// all threads (BlockSum: warp shuffles, then one barrier). Otherwise this is the simple, race-free form,
+// not tuned further (docs/gpu.md gives its measured cost against the forward).
 #include "gpu/recurrent_backward.hpp"
 
 namespace vla::gpu {
@@ -31,9 +42,6 @@ __device__ __forceinline__ float dphi(float x) { return x > 0.f ? 1.f : expf(x);
 
 template <int D> struct Smem {
   static constexpr int LD = D + 1, MAT = D * LD, NRED = 2;
-  // S, A (the state at step t-1), dS, dA (adjoints of S_t, A_t), 11 shared vectors, the sum buffer.
-  static constexpr int FLOATS = 4 * MAT + 11 * D + NRED * D;
-  static constexpr std::size_t BYTES = FLOATS * sizeof(float);
 };
 
 // Dot products over d with 4 independent accumulators: the FMA chain is d/4 long, not d (the
@@ -66,96 +74,327 @@ template <int D> __device__ __forceinline__ void col_axpy(float* M, int j, const
   for (int c = 0; c < D; ++c) M[c * Smem<D>::LD + j] = fmaf(a[c], bj, M[c * Smem<D>::LD + j]);
 }
 
-// N block-wide sums (N <= NRED); a barrier before (publishes the caller's shared writes) and after
-// (the buffer can be reused at once).
-template <int D, int N> __device__ __forceinline__ void block_sums(float (&x)[N], float* red) {
-  static_assert(N <= Smem<D>::NRED);
-  const int j = threadIdx.x;
+// Block-wide sums of N <= NRED values. Within a warp a xor butterfly of shuffles (every lane ends with
+// bitwise the same sum: each level adds the same two numbers, in either order); across the NW warps one
+// partial per warp through shared memory and ONE barrier, read back by every thread in the same order.
+// The barrier also publishes the caller's earlier shared writes and orders every shared access before the
+// call against every one after it; callers rely on that. The partials alternate between two buffers: a
+// thread that runs ahead into the next call writes the other one, and by the call after that every
+// thread has passed the next call's barrier, so has finished reading. (Before: every thread summed all
+// d partials from shared memory between two barriers; docs/gpu.md has both timings.)
+template <int D> struct BlockSum {
+  static constexpr int LANES = D < 32 ? D : 32, NW = D / LANES, NRED = Smem<D>::NRED;
+  static constexpr int FLOATS = 2 * NRED * NW;  // shared floats it needs
+  static constexpr unsigned MASK = D >= 32 ? 0xffffffffu : (1u << D) - 1u;
+  float* part;  // FLOATS shared floats
+  int buf = 0;
+  template <int N> __device__ __forceinline__ void operator()(float (&x)[N]) {
+    static_assert(N <= NRED);
 #pragma unroll
-  for (int n = 0; n < N; ++n) red[n * D + j] = x[n];
-  __syncthreads();
+    for (int off = 1; off < LANES; off <<= 1)
 #pragma unroll
-  for (int n = 0; n < N; ++n) {
-    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;  // 4 chains, as the dots
+      for (int n = 0; n < N; ++n) x[n] += __shfl_xor_sync(MASK, x[n], off);
+    float* b = part + buf * (NRED * NW);
+    if constexpr (NW > 1) {
+      if ((threadIdx.x & 31) == 0)
 #pragma unroll
-    for (int c = 0; c < D; c += 4) {
-      s0 += red[n * D + c];
-      s1 += red[n * D + c + 1];
-      s2 += red[n * D + c + 2];
-      s3 += red[n * D + c + 3];
+        for (int n = 0; n < N; ++n) b[n * NW + (threadIdx.x >> 5)] = x[n];
     }
-    x[n] = (s0 + s1) + (s2 + s3);
-  }
-  __syncthreads();
-}
-
-// Column j of the state to / from one scratch slot (S, A: d x d row-major, then zs: d). Thread j
-// moves only its own column, which only it writes, so a save needs no barrier of its own.
-template <int D, bool WITH_A = true>
-__device__ __forceinline__ void save(float* slot, const float* S, const float* A, float zs) {
-  const int j = threadIdx.x;
-  for (int c = 0; c < D; ++c) {
-    slot[c * D + j] = S[c * Smem<D>::LD + j];
-    if constexpr (WITH_A) slot[D * D + c * D + j] = A[c * Smem<D>::LD + j];
-  }
-  slot[2 * D * D + j] = zs;
-}
-// A slot's column j held in registers (fully unrolled: 2d + 1 registers), so that the reverse pass
-// can issue step t-1's loads at the top of step t and have them land while step t computes: one
-// L2 round trip per step, overlapped, instead of 2d dependent ones.
-template <int D, bool WITH_A = true> struct SlotRegs {
-  float r[2 * D + 1];
-  __device__ __forceinline__ void fetch(const float* slot) {
-    const int j = threadIdx.x;
+    __syncthreads();
+    if constexpr (NW > 1) {
 #pragma unroll
-    for (int c = 0; c < D; ++c) {
-      r[c] = slot[c * D + j];
-      if constexpr (WITH_A) r[D + c] = slot[D * D + c * D + j];
-    }
-    r[2 * D] = slot[2 * D * D + j];
-  }
-  __device__ __forceinline__ float commit(float* S, float* A) const {
-    const int j = threadIdx.x;
+      for (int n = 0; n < N; ++n) {
+        float a = 0.f;
 #pragma unroll
-    for (int c = 0; c < D; ++c) {
-      S[c * Smem<D>::LD + j] = r[c];
-      if constexpr (WITH_A) A[c * Smem<D>::LD + j] = r[D + c];
+        for (int w = 0; w < NW; ++w) a += b[n * NW + w];
+        x[n] = a;
+      }
     }
-    return r[2 * D];
+    buf ^= 1;
   }
 };
 
-// Step t's forward quantities from S = S_{t-1}, A = A_{t-1} (Alg. 1 lines 8-21), thread j's share.
+// Column j of the symmetric A (file comment): where it lives is the only difference between d <= 64
+// and d = 128. Both forms compute the same numbers in the same order.
+enum class AHome { None, Shared, Regs };
+template <int D, AHome W> struct AColumn {  // None: the rule has no A (linear attention, DeltaNet)
+  __device__ void init(float) {}
+  __device__ void save(float*) const {}
+  __device__ void load(const float*) {}
+};
+template <int D> struct AColumn<D, AHome::Shared> {
+  float* M;  // the d x d matrix in shared memory, row stride LD; this thread touches column j only
+  __device__ float get(int c) const { return M[c * Smem<D>::LD + threadIdx.x]; }
+  __device__ void set(int c, float v) { M[c * Smem<D>::LD + threadIdx.x] = v; }
+  __device__ float dot(const float* x) const { return col_dot<D>(M, threadIdx.x, x); }  // (A x)_j = (A^T x)_j
+  // A -= z z^T / dc with the product z_c z_j formed first (symmetric to the bit), then A += eta I.
+  __device__ void update(const float* z, float zj, float inv_dc, float eta) {
+    const int j = threadIdx.x;
+#pragma unroll 8
+    for (int c = 0; c < D; ++c) M[c * Smem<D>::LD + j] = fmaf(-(z[c] * zj), inv_dc, M[c * Smem<D>::LD + j]);
+    M[j * Smem<D>::LD + j] += eta;
+  }
+  __device__ void init(float diag) {
+    for (int c = 0; c < D; ++c) set(c, c == int(threadIdx.x) ? diag : 0.f);
+  }
+  __device__ void save(float* dst) const {  // dst: a slot's A half, row-major d x d
+    for (int c = 0; c < D; ++c) dst[c * D + threadIdx.x] = get(c);
+  }
+  __device__ void load(const float* src) {
+    for (int c = 0; c < D; ++c) set(c, src[c * D + threadIdx.x]);
+  }
+};
+template <int D> struct AColumn<D, AHome::Regs> {
+  float a[D];  // every loop over it is fully unrolled, so the indices are constants and a[] stays in registers
+  __device__ float get(int c) const { return a[c]; }
+  __device__ void set(int c, float v) { a[c] = v; }
+  __device__ float dot(const float* x) const {
+    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;  // the order of col_dot
+#pragma unroll
+    for (int c = 0; c < D; c += 4) {
+      a0 = fmaf(a[c], x[c], a0);
+      a1 = fmaf(a[c + 1], x[c + 1], a1);
+      a2 = fmaf(a[c + 2], x[c + 2], a2);
+      a3 = fmaf(a[c + 3], x[c + 3], a3);
+    }
+    return (a0 + a1) + (a2 + a3);
+  }
+  __device__ void update(const float* z, float zj, float inv_dc, float eta) {
+    const int j = threadIdx.x;
+#pragma unroll
+    for (int c = 0; c < D; ++c) a[c] = fmaf(-(z[c] * zj), inv_dc, a[c]);
+    if (eta != 0.f)  // 1 step in refresh_period: a[j] += eta without a dynamic register index
+#pragma unroll
+      for (int c = 0; c < D; ++c) a[c] += c == j ? eta : 0.f;
+  }
+  __device__ void init(float diag) {
+#pragma unroll
+    for (int c = 0; c < D; ++c) a[c] = c == int(threadIdx.x) ? diag : 0.f;
+  }
+  __device__ void save(float* dst) const {
+#pragma unroll
+    for (int c = 0; c < D; ++c) dst[c * D + threadIdx.x] = a[c];
+  }
+  __device__ void load(const float* src) {  // D independent loads in flight at once
+#pragma unroll
+    for (int c = 0; c < D; ++c) a[c] = src[c * D + threadIdx.x];
+  }
+};
+
+// The forward state a step starts from -- S (shared: rows and columns are read), column j of A, thread
+// j's zs -- and its traffic to and from the workspace slots (S, A: d x d row-major, then zs: d). Thread
+// j moves only its own column, which only it writes, so a save needs no barrier of its own.
+// Prefetch: where 2d + 1 (with A) or d + 1 slot floats fit in registers next to the rest, `fetch`
+// issues a slot's loads into registers and `commit` writes them into the state later, so that the
+// reverse pass issues step t-1's loads at the top of step t and they land while step t computes (one
+// L2 round trip per step, overlapped, instead of 2d dependent ones). Where they do not fit (VLA at
+// d = 128: 257 registers, and A already takes 128), `commit` loads the slot itself.
+template <int D, bool WITH_A> struct State {
+  static constexpr AHome kA = !WITH_A ? AHome::None : D > 64 ? AHome::Regs : AHome::Shared;
+  static constexpr int kSlotFloats = WITH_A ? 2 * D + 1 : D + 1;  // per thread
+  static constexpr bool kPrefetch = kSlotFloats <= 2 * 64 + 1;
+  float* S;
+  AColumn<D, kA> A;
+  float zs = 0.f;
+  float r[kPrefetch ? kSlotFloats : 1];
+  const float* pending = nullptr;
+
+  __device__ void init(float a_diag) {  // S_0 = 0, A_0 = a_diag I, zs_0 = 0 (line 4)
+    for (int c = 0; c < D; ++c) S[c * Smem<D>::LD + threadIdx.x] = 0.f;
+    A.init(a_diag);
+    zs = 0.f;
+  }
+  __device__ void save(float* slot) const {
+    const int j = threadIdx.x;
+    for (int c = 0; c < D; ++c) slot[c * D + j] = S[c * Smem<D>::LD + j];
+    A.save(slot + D * D);
+    slot[2 * D * D + j] = zs;
+  }
+  __device__ void fetch(const float* slot) {
+    const int j = threadIdx.x;
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int c = 0; c < D; ++c) {
+        r[c] = slot[c * D + j];
+        if constexpr (WITH_A) r[D + c] = slot[D * D + c * D + j];
+      }
+      r[kSlotFloats - 1] = slot[2 * D * D + j];
+    } else {
+      pending = slot;
+    }
+  }
+  // Writes the fetched slot into the state; the caller has made sure no thread still reads S.
+  __device__ void commit() {
+    const int j = threadIdx.x;
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int c = 0; c < D; ++c) {
+        S[c * Smem<D>::LD + j] = r[c];
+        if constexpr (WITH_A) A.set(c, r[D + c]);
+      }
+      zs = r[kSlotFloats - 1];
+    } else {
+      A.load(pending + D * D);
+      constexpr int B = 32;  // S in batches of 32 loads in flight, then 32 shared stores
+#pragma unroll 1
+      for (int c0 = 0; c0 < D; c0 += B) {
+        float b[B];
+#pragma unroll
+        for (int c = 0; c < B; ++c) b[c] = pending[(c0 + c) * D + j];
+#pragma unroll
+        for (int c = 0; c < B; ++c) S[(c0 + c) * Smem<D>::LD + j] = b[c];
+      }
+      zs = pending[2 * D * D + j];
+    }
+  }
+};
+
+// One token's inputs, read one step ahead of their use (they do not depend on the state), so the
+// global-load latency overlaps the step before.
+struct Tok { float k = 0.f, v = 0.f, u = 0.f, g = 0.f, q = 0.f, dout = 0.f; };
+template <RecurrentKind K, int D> struct TokenReader {
+  RecurrentTensors x;
+  const float* dout;
+  long long seq;
+  __device__ Tok operator()(int t, bool reverse) const {
+    Tok r;
+    const long long o = (seq * x.T + t) * D + threadIdx.x;
+    r.k = x.k[o];
+    r.v = x.v[o];
+    if constexpr (K == RecurrentKind::Vla) r.u = x.u[o];
+    if constexpr (K == RecurrentKind::DeltaNet) r.g = x.g ? x.g[seq * x.T + t] : 0.f;
+    if (reverse) { r.q = x.q[o]; r.dout = dout[o]; }
+    return r;
+  }
+};
+
+// Sequence `seq`'s workspace: one checkpoint slot per chunk, then CH scratch slots.
+template <int D> struct Slots {
+  static constexpr int CH = kBackwardChunk;
+  static constexpr long long SLOT = 2LL * D * D + D;
+  float* ck;
+  float* scratch;
+  __device__ Slots(float* ws, long long seq, int T) {
+    const long long chunks = (T + CH - 1) / CH;
+    ck = ws + seq * (chunks + CH) * SLOT;
+    scratch = ck + chunks * SLOT;
+  }
+  __device__ float* checkpoint(int c) const { return ck + c * SLOT; }
+  __device__ float* step(int i) const { return scratch + i * SLOT; }
+};
+
+// The recompute-from-checkpoints schedule (file comment), shared by the three rules.
+//   fwd(t, tok): step t of the forward, st holding the state before it, updated in place to after it;
+//   rev(t, tok): step t of the reverse, st holding the state before step t (it must not change it).
+// Pass 1 saves the state before every CH-th step; pass 2 takes the chunks from the last, re-runs the
+// chunk from its checkpoint saving the state before each step, then runs its reverse steps.
+template <int D, class St, class Read, class Fwd, class Rev>
+__device__ __forceinline__ void two_passes(int T, const Slots<D>& ws, St& st, const Read& read, Fwd&& fwd, Rev&& rev) {
+  constexpr int CH = kBackwardChunk;
+  auto forward = [&](int t0, int t1, bool checkpoints) {
+    Tok nx = read(t0, false);
+    for (int t = t0; t < t1; ++t) {
+      const Tok cur = nx;
+      if (t + 1 < t1) nx = read(t + 1, false);
+      if (!checkpoints) st.save(ws.step(t - t0));
+      else if (t % CH == 0) st.save(ws.checkpoint(t / CH));
+      fwd(t, cur);
+    }
+  };
+  forward(0, T, true);
+  for (int c = (T + CH - 1) / CH - 1; c >= 0; --c) {
+    const int t0 = c * CH, t1 = min(T, t0 + CH);
+    st.fetch(ws.checkpoint(c));
+    __syncthreads();  // every reader of S from the previous chunk's reverse steps is done
+    st.commit();
+    __syncthreads();
+    forward(t0, t1, false);
+    st.fetch(ws.step(t1 - 1 - t0));
+    Tok nx = read(t1 - 1, true);
+    for (int t = t1 - 1; t >= t0; --t) {
+      const Tok cur = nx;
+      __syncthreads();  // the previous reverse step's readers of S are done
+      st.commit();      // the state before step t
+      if (t > t0) {     // step t-1's, in flight during step t
+        st.fetch(ws.step(t - 1 - t0));
+        nx = read(t - 1, true);
+      }
+      rev(t, cur);
+    }
+  }
+}
+
+// The read (Alg. 1 line 26, eq. 11) and its adjoint, the same for the three rules:
+//   o = S_t qf / den,  S_t qf = beta S_{t-1} qf + e (w.qf),  den = max(zs_t.qf, eps)
+// with w the write key (VLA: alpha_hat; DeltaNet: k_hat; linear: phi(k), e = v) and beta the gate
+// (1 but for gated DeltaNet). g = do / den; dqf = S_t^T g - (g.o) zs_t, dzs -= (g.o) qf (unclamped
+// den only; the clamped branch is a constant); dS += g qf^T. Returns dL/dq_raw_j.
+template <int D>
+__device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, float beta, float w, float e, const float* S,
+                                              float* dS, float* sh_qf, float* sh_g, BlockSum<D>& sums, float eps, float& dzs) {
+  const int j = threadIdx.x;
+  const float qf = phi(qr);  // line 24
+  sh_qf[j] = qf;
+  __syncthreads();
+  const float Sq = row_dot<D>(S, j, sh_qf);
+  float r4[2] = {zst * qf, w * qf};
+  sums(r4);
+  const float den = r4[0] < eps ? eps : r4[0];
+  const float o_j = (beta * Sq + e * r4[1]) / den;
+  const float gj = dor / den;
+  sh_g[j] = gj;
+  float r5[2] = {gj * o_j, e * gj};
+  sums(r5);
+  float dqf = beta * col_dot<D>(S, j, sh_g) + w * r5[1];  // S_t^T g
+  if (!(r4[0] < eps)) {
+    dqf -= r5[0] * zst;
+    dzs -= r5[0] * qf;
+  }
+  col_axpy<D>(dS, j, sh_g, qf);  // dS += g qf^T
+  __syncthreads();
+  return dqf * dphi(qr);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// VLA. Step t's forward quantities from S = S_{t-1}, A = A_{t-1} (Alg. 1 lines 8-21), thread j's share.
 struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 
-template <int D>
-__device__ __forceinline__ StepVals prelude(int t, float kr, float ur, float vr, const float* S, const float* A,
-                                            float* sh_kh, float* sh_uu, float* sh_z, float* sh_ah, float* sh_e,
-                                            float* red, const RecurrentParams& prm) {
+// Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, d <= 64 only), 10 vectors, the
+// sums' partials: 199 KiB at d = 128 (opt-in above 48 KB; the H100 allows 227 KiB).
+template <int D> struct VlaSmem {
+  static constexpr bool kAShared = State<D, true>::kA == AHome::Shared;
+  static constexpr int MATS = kAShared ? 4 : 3, VECS = 10;
+  static constexpr int FLOATS = MATS * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
+};
+
+template <int D, class St>
+__device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, float* sh_kh, float* sh_uu, float* sh_z,
+                                            float* sh_ah, float* sh_e, BlockSum<D>& sums,
+                                            const RecurrentParams& prm) {
   const int j = threadIdx.x;
   StepVals s;
-  s.kf = phi(kr);                                                      // line 8
-  float r1[2] = {s.kf * s.kf, ur * ur};
-  block_sums<D, 2>(r1, red);  // also the step's opening barrier: every earlier reader of sh_* is done
+  s.kf = phi(in.k);                                                    // line 8
+  float r1[2] = {s.kf * s.kf, in.u * in.u};
+  sums(r1);  // also the step's opening barrier: every earlier reader of sh_* is done
   s.nk = sqrtf(r1[0]);
   s.nu = sqrtf(r1[1]);
   s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;                             // line 9
-  s.uu = s.nu == 0.f ? 0.f : ur * (rsqrtf(float(D)) / s.nu);           // line 10
+  s.uu = s.nu == 0.f ? 0.f : in.u * (rsqrtf(float(D)) / s.nu);         // line 10
   sh_kh[j] = s.kh;
   sh_uu[j] = s.uu;
   __syncthreads();
-  s.z = row_dot<D>(A, j, sh_uu);                                       // z = A_{t-1} u (line 12)
-  const float Akh = row_dot<D>(A, j, sh_kh), Skh = row_dot<D>(S, j, sh_kh);
+  s.z = st.A.dot(sh_uu);                                               // z = A_{t-1} u (line 12)
+  const float Akh = st.A.dot(sh_kh), Skh = row_dot<D>(st.S, j, sh_kh);
   sh_z[j] = s.z;
   float r2[2] = {s.uu * s.z, s.z * s.kh};
-  block_sums<D, 2>(r2, red);
+  sums(r2);
   s.delta = 1.f + r2[0];                                               // line 12
   s.dc = s.delta >= prm.eps ? s.delta : prm.eps;                      // line 13 (NaN -> eps, as the CPU rule)
   s.eta = (prm.refresh_period > 0 && (t + 1) % prm.refresh_period == 0) ? prm.refresh_eta : 0.f;  // line 16
   const float al = Akh - s.z * (r2[1] / s.dc) + s.eta * s.kh;         // alpha = A_t k_hat (lines 14, 16, 19)
-  s.e = vr - Skh;                                                      // line 21
+  s.e = in.v - Skh;                                                    // line 21
   float r3[1] = {al * al};
-  block_sums<D, 1>(r3, red);
+  sums(r3);
   s.na = sqrtf(r3[0]);
   s.ah = s.na == 0.f ? 0.f : al / s.na;                                // line 20
   sh_ah[j] = s.ah;
@@ -164,301 +403,176 @@ __device__ __forceinline__ StepVals prelude(int t, float kr, float ur, float vr,
   return s;
 }
 
-// Forward update of the state (lines 14, 16, 22, 25), thread j's column.
-template <int D>
-__device__ __forceinline__ void advance(const StepVals& s, float* S, float* A, float& zs, const float* sh_z,
-                                        const float* sh_e) {
-  const int j = threadIdx.x;
-  col_axpy<D>(A, j, sh_z, -s.z / s.dc);   // A -= z z^T / dc
-  A[j * Smem<D>::LD + j] += s.eta;         // refresh
-  col_axpy<D>(S, j, sh_e, s.ah);           // S += e ah^T
-  zs += s.kf;
-}
-
 template <int D>
 __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors x, const RecurrentGrads g,
                                                          const RecurrentParams prm, float* workspace) {
-  using M = Smem<D>;
-  constexpr int CH = kBackwardChunk, SLOT = 2 * D * D + D;
+  using L = VlaSmem<D>;
+  constexpr int LD = Smem<D>::LD, MAT = Smem<D>::MAT;
   extern __shared__ __align__(16) float sm[];
-  float* S = sm;
-  float* A = S + M::MAT;
-  float* dS = A + M::MAT;
-  float* dA = dS + M::MAT;
-  float* sh_kh = dA + M::MAT;
-  float* sh_uu = sh_kh + D;
-  float* sh_z = sh_uu + D;
-  float* sh_ah = sh_z + D;
-  float* sh_e = sh_ah + D;
-  float* sh_qf = sh_e + D;
-  float* sh_g = sh_qf + D;
-  float* sh_de = sh_g + D;
-  float* sh_dal = sh_de + D;
-  float* sh_dz = sh_dal + D;
-  float* red = sh_dz + 2 * D;
+  float* dS = sm;
+  float* dA = dS + MAT;
+  float* v0 = sm + L::MATS * MAT;
+  float *sh_kh = v0, *sh_uu = v0 + D, *sh_z = v0 + 2 * D, *sh_ah = v0 + 3 * D, *sh_e = v0 + 4 * D,
+        *sh_qf = v0 + 5 * D, *sh_g = v0 + 6 * D, *sh_de = v0 + 7 * D, *sh_dal = v0 + 8 * D, *sh_dz = v0 + 9 * D;
+  BlockSum<D> sums{v0 + L::VECS * D};
 
-  const int j = threadIdx.x, T = x.T;
+  const int j = threadIdx.x;
   const long long seq = blockIdx.x;
-  const long long base = seq * T * D;
-  const int chunks = (T + CH - 1) / CH;
-  float* ck = workspace + seq * (long long)(chunks + CH) * SLOT;  // chunks checkpoints, then CH scratch slots
-  float* scratch = ck + (long long)chunks * SLOT;
-
-  // S_0 = 0, A_0 = I / lambda0 (line 4); adjoints zero after the last step.
-  for (int c = 0; c < D; ++c) {
-    S[c * M::LD + j] = 0.f;
-    A[c * M::LD + j] = c == j ? 1.f / prm.lambda0 : 0.f;
-    dS[c * M::LD + j] = 0.f;
-    dA[c * M::LD + j] = 0.f;
+  State<D, true> st;
+  st.S = dA + MAT;
+  if constexpr (L::kAShared) st.A.M = st.S + MAT;
+  st.init(1.f / prm.lambda0);  // S_0 = 0, A_0 = I / lambda0 (line 4)
+  for (int c = 0; c < D; ++c) {  // adjoints zero after the last step
+    dS[c * LD + j] = 0.f;
+    dA[c * LD + j] = 0.f;
   }
-  float zs = 0.f, dzs = 0.f;
+  float dzs = 0.f;
   __syncthreads();
 
-  // Pass 1: forward, checkpoint (S_{t-1}, A_{t-1}, zs_{t-1}) before every CH-th step.
-  // Token inputs are read one step ahead (they do not depend on the state), so their global-load
-  // latency overlaps the step, as in the forward kernel.
-  auto in3 = [&](int t, float& kr, float& ur, float& vr) {
-    const long long o = base + (long long)t * D + j;
-    kr = x.k[o]; ur = x.u[o]; vr = x.v[o];
+  auto fwd = [&](int t, const Tok& in) {  // lines 8-22, 25
+    const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
+    st.A.update(sh_z, s.z, 1.f / s.dc, s.eta);  // A -= z z^T / dc; A += eta I on refresh steps
+    col_axpy<D>(st.S, j, sh_e, s.ah);            // S += e ah^T
+    st.zs += s.kf;
   };
-  float kn, un, vn;
-  in3(0, kn, un, vn);
-  for (int t = 0; t < T; ++t) {
-    const float kr = kn, ur = un, vr = vn;
-    if (t + 1 < T) in3(t + 1, kn, un, vn);
-    if (t % CH == 0) save<D>(ck + (long long)(t / CH) * SLOT, S, A, zs);
-    const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
-    advance<D>(s, S, A, zs, sh_z, sh_e);
-  }
-
-  // Pass 2: chunks from the last; recompute the chunk's states into scratch, then reverse through it.
-  for (int c = chunks - 1; c >= 0; --c) {
-    const int t0 = c * CH, t1 = min(T, t0 + CH);
-    SlotRegs<D> regs;
-    regs.fetch(ck + (long long)c * SLOT);
-    __syncthreads();  // every reader of S, A from the previous chunk's reverse steps is done
-    zs = regs.commit(S, A);
+  auto rev = [&](int t, const Tok& in) {
+    const long long o = (seq * x.T + t) * D + j;
+    const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
+    g.dq[o] = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, 1.f, s.ah, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
+    float dkf = dzs;                                                 // line 25
+    // Line 22: de = dS ah, dah = dS^T e;  line 21: dv = de, dS -= de kh^T, dkh = -S_{t-1}^T de.
+    const float de = row_dot<D>(dS, j, sh_ah), dah = col_dot<D>(dS, j, sh_e);
+    sh_de[j] = de;
+    float r6[1] = {s.ah * dah};
+    sums(r6);  // all reads of dS done before the update below
+    g.dv[o] = de;
+    col_axpy<D>(dS, j, sh_de, -s.kh);
+    float dkh = -col_dot<D>(st.S, j, sh_de);
+    // Line 20: dalpha = (dah - ah (ah.dah)) / na;  line 19: dA += dalpha kh^T, dkh += A_t^T dalpha.
+    const float dal = s.na == 0.f ? 0.f : (dah - s.ah * r6[0]) / s.na;
+    sh_dal[j] = dal;
     __syncthreads();
-    in3(t0, kn, un, vn);
-    for (int t = t0; t < t1; ++t) {
-      const float kr = kn, ur = un, vr = vn;
-      if (t + 1 < t1) in3(t + 1, kn, un, vn);
-      save<D>(scratch + (long long)(t - t0) * SLOT, S, A, zs);
-      const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
-      advance<D>(s, S, A, zs, sh_z, sh_e);
-    }
-    regs.fetch(scratch + (long long)(t1 - 1 - t0) * SLOT);
-    float qn, dn;
-    auto in5 = [&](int t) { in3(t, kn, un, vn); const long long o = base + (long long)t * D + j; qn = x.q[o]; dn = g.dout[o]; };
-    in5(t1 - 1);
-    for (int t = t1 - 1; t >= t0; --t) {
-      const long long o = base + (long long)t * D + j;
-      const float kr = kn, ur = un, vr = vn, qr = qn, dor = dn;
-      __syncthreads();  // the previous reverse step's readers of S, A are done
-      zs = regs.commit(S, A);                                       // S_{t-1}, A_{t-1}, zs_{t-1}
-      if (t > t0) {                                                 // step t-1's, in flight during step t
-        regs.fetch(scratch + (long long)(t - 1 - t0) * SLOT);
-        in5(t - 1);
-      }
-      const StepVals s = prelude<D>(t, kr, ur, vr, S, A, sh_kh, sh_uu, sh_z, sh_ah, sh_e, red, prm);
-
-      // Read (line 26): o = S_t qf / den with S_t qf = S_{t-1} qf + e (ah.qf).
-      const float qf = phi(qr), zst = zs + s.kf;                       // lines 24, 25
-      sh_qf[j] = qf;
-      __syncthreads();
-      const float Sq = row_dot<D>(S, j, sh_qf);
-      float r4[2] = {zst * qf, s.ah * qf};
-      block_sums<D, 2>(r4, red);
-      const float den = r4[0] < prm.eps ? prm.eps : r4[0];
-      const float o_j = (Sq + s.e * r4[1]) / den;
-      const float gj = dor / den;                                      // g = do / den
-      sh_g[j] = gj;
-      float r5[2] = {gj * o_j, s.e * gj};
-      block_sums<D, 2>(r5, red);
-      float dqf = col_dot<D>(S, j, sh_g) + s.ah * r5[1];               // S_t^T g
-      if (!(r4[0] < prm.eps)) {                                        // unclamped denominator only
-        dqf -= r5[0] * zst;
-        dzs -= r5[0] * qf;
-      }
-      g.dq[o] = dqf * dphi(qr);
-      col_axpy<D>(dS, j, sh_g, qf);                                    // dS += g qf^T
-      float dkf = dzs;                                                 // line 25
-      __syncthreads();
-
-      // Line 22: de = dS ah, dah = dS^T e;  line 21: dv = de, dS -= de kh^T, dkh = -S_{t-1}^T de.
-      const float de = row_dot<D>(dS, j, sh_ah), dah = col_dot<D>(dS, j, sh_e);
-      sh_de[j] = de;
-      float r6[1] = {s.ah * dah};
-      block_sums<D, 1>(r6, red);  // all reads of dS done before the update below
-      g.dv[o] = de;
-      col_axpy<D>(dS, j, sh_de, -s.kh);
-      float dkh = -col_dot<D>(S, j, sh_de);
-      // Line 20: dalpha = (dah - ah (ah.dah)) / na;  line 19: dA += dalpha kh^T, dkh += A_t^T dalpha.
-      const float dal = s.na == 0.f ? 0.f : (dah - s.ah * r6[0]) / s.na;
-      sh_dal[j] = dal;
-      __syncthreads();
-      col_axpy<D>(dA, j, sh_dal, s.kh);
-      float r7[1] = {s.z * dal};
-      block_sums<D, 1>(r7, red);  // also orders the dA update before the dA reads below
-      dkh += col_dot<D>(A, j, sh_dal) - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha
-      // Lines 14, 16: dz = -(dA + dA^T) z / dc, ddc = z^T dA z / dc^2; line 13: zero if clamped.
-      const float rowz = row_dot<D>(dA, j, sh_z), colz = col_dot<D>(dA, j, sh_z);
-      float dz = -(rowz + colz) / s.dc;
-      float r8[1] = {s.z * rowz};
-      block_sums<D, 1>(r8, red);
-      const float ddelta = s.delta >= prm.eps ? r8[0] / (s.dc * s.dc) : 0.f;
-      // Line 12: du = ddelta z + A_{t-1}^T dz, dz += ddelta u, dA += dz u^T.
-      float du = ddelta * s.z;
-      dz += ddelta * s.uu;
-      sh_dz[j] = dz;
-      __syncthreads();
-      col_axpy<D>(dA, j, sh_dz, s.uu);
-      du += col_dot<D>(A, j, sh_dz);
-      // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk;  line 8.
-      float r9[2] = {ur * du, s.kh * dkh};
-      block_sums<D, 2>(r9, red);
-      g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - ur * (r9[0] / (s.nu * s.nu)));
-      if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
-      g.dk[o] = dkf * dphi(kr);
-    }
-  }
+    col_axpy<D>(dA, j, sh_dal, s.kh);
+    float r7[1] = {s.z * dal};
+    sums(r7);  // also orders the dA update before the dA reads below
+    dkh += st.A.dot(sh_dal) - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha
+    // Lines 14, 16: dz = -(dA + dA^T) z / dc, ddc = z^T dA z / dc^2; line 13: zero if clamped.
+    const float rowz = row_dot<D>(dA, j, sh_z), colz = col_dot<D>(dA, j, sh_z);
+    float dz = -(rowz + colz) / s.dc;
+    float r8[1] = {s.z * rowz};
+    sums(r8);
+    const float ddelta = s.delta >= prm.eps ? r8[0] / (s.dc * s.dc) : 0.f;
+    // Line 12: du = ddelta z + A_{t-1}^T dz, dz += ddelta u, dA += dz u^T.
+    float du = ddelta * s.z;
+    dz += ddelta * s.uu;
+    sh_dz[j] = dz;
+    __syncthreads();
+    col_axpy<D>(dA, j, sh_dz, s.uu);
+    du += st.A.dot(sh_dz);
+    // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk;  line 8.
+    float r9[2] = {in.u * du, s.kh * dkh};
+    sums(r9);
+    g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - in.u * (r9[0] / (s.nu * s.nu)));
+    if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
+    g.dk[o] = dkf * dphi(in.k);
+  };
+  two_passes<D>(x.T, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Linear attention and DeltaNet: the same two passes and read with S alone (no A; the slots' A half is
+// unused). Adjoints: gpu/delta_backward_reference.hpp.
+template <int D> struct DeltaSmem {  // S, dS (padded), 5 vectors, the sums' partials: 132 KiB at d = 128
+  static constexpr int VECS = 5, FLOATS = 2 * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
+};
 
-// Linear attention (DELTA = false) and DeltaNet (DELTA = true): the same two passes and layout with S
-// alone (no A; the slots' A half is unused). Adjoints: gpu/delta_backward_reference.hpp.
-template <bool DELTA, int D>
+template <RecurrentKind K, int D>
 __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensors x, const RecurrentGrads g,
                                                            const RecurrentParams prm, float* workspace) {
-  using M = Smem<D>;
-  constexpr int CH = kBackwardChunk, SLOT = 2 * D * D + D;
+  constexpr bool DELTA = K == RecurrentKind::DeltaNet;
+  constexpr int LD = Smem<D>::LD, MAT = Smem<D>::MAT;
   extern __shared__ __align__(16) float sm[];
-  float* S = sm;
-  float* dS = S + 2 * M::MAT;
-  float* sh_kh = dS + 2 * M::MAT;
-  float* sh_e = sh_kh + D;
-  float* sh_qf = sh_e + D;
-  float* sh_g = sh_qf + D;
-  float* sh_de = sh_g + D;
-  float* red = sh_de + 6 * D;
+  float* dS = sm;
+  float* v0 = sm + 2 * MAT;
+  float *sh_kh = v0, *sh_e = v0 + D, *sh_qf = v0 + 2 * D, *sh_g = v0 + 3 * D, *sh_de = v0 + 4 * D;
+  BlockSum<D> sums{v0 + DeltaSmem<D>::VECS * D};
 
-  const int j = threadIdx.x, T = x.T;
+  const int j = threadIdx.x;
   const long long seq = blockIdx.x;
-  const long long base = seq * T * D;
-  const int chunks = (T + CH - 1) / CH;
-  float* ck = workspace + seq * (long long)(chunks + CH) * SLOT;
-  float* scratch = ck + (long long)chunks * SLOT;
   const bool gated = DELTA && x.g;
-  for (int c = 0; c < D; ++c) { S[c * M::LD + j] = 0.f; dS[c * M::LD + j] = 0.f; }
-  float zs = 0.f, dzs = 0.f;
+  State<D, false> st;
+  st.S = dS + MAT;
+  st.init(0.f);
+  for (int c = 0; c < D; ++c) dS[c * LD + j] = 0.f;
+  float dzs = 0.f;
   __syncthreads();
 
   struct Vals { float kf, nk, kh, beta, e; };
   // Step t's kf, k_hat, beta, e from S = S_{t-1}; publishes sh_kh (the write key) and sh_e.
-  auto prelude = [&](int t, float kr, float vr) {
+  auto prelude = [&](const Tok& in) {
     Vals s;
-    s.kf = phi(kr);
+    s.kf = phi(in.k);
     float r1[1] = {s.kf * s.kf};
-    block_sums<D, 1>(r1, red);  // also the step's opening barrier
+    sums(r1);  // also the step's opening barrier
     s.nk = sqrtf(r1[0]);
-    s.beta = gated ? 1.f / (1.f + expf(-x.g[seq * T + t])) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
+    s.beta = gated ? 1.f / (1.f + expf(-in.g)) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
     if constexpr (DELTA) {
       s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;
       sh_kh[j] = s.kh;
       __syncthreads();
-      s.e = vr - row_dot<D>(S, j, sh_kh);  // e = v - S_{t-1} k_hat
+      s.e = in.v - row_dot<D>(st.S, j, sh_kh);  // e = v - S_{t-1} k_hat
     } else {
       s.kh = s.kf;  // linear attention writes v phi(k)^T (eq. 3)
-      s.e = vr;
+      s.e = in.v;
       sh_kh[j] = s.kh;
     }
     sh_e[j] = s.e;
     __syncthreads();
     return s;
   };
-  auto advance = [&](const Vals& s) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
+  auto fwd = [&](int, const Tok& in) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
+    const Vals s = prelude(in);
     if constexpr (DELTA)
-      for (int c = 0; c < D; ++c) S[c * M::LD + j] = fmaf(sh_e[c], s.kh, s.beta * S[c * M::LD + j]);
+      for (int c = 0; c < D; ++c) st.S[c * LD + j] = fmaf(sh_e[c], s.kh, s.beta * st.S[c * LD + j]);
     else
-      col_axpy<D>(S, j, sh_e, s.kh);
-    zs += s.kf;
+      col_axpy<D>(st.S, j, sh_e, s.kh);
+    st.zs += s.kf;
   };
-
-  for (int t = 0; t < T; ++t) {
-    const long long o = base + (long long)t * D + j;
-    if (t % CH == 0) save<D, false>(ck + (long long)(t / CH) * SLOT, S, nullptr, zs);
-    advance(prelude(t, x.k[o], x.v[o]));
-  }
-  for (int c = chunks - 1; c >= 0; --c) {
-    const int t0 = c * CH, t1 = min(T, t0 + CH);
-    SlotRegs<D, false> regs;
-    regs.fetch(ck + (long long)c * SLOT);
-    __syncthreads();
-    zs = regs.commit(S, nullptr);
-    __syncthreads();
-    for (int t = t0; t < t1; ++t) {
-      const long long o = base + (long long)t * D + j;
-      save<D, false>(scratch + (long long)(t - t0) * SLOT, S, nullptr, zs);
-      advance(prelude(t, x.k[o], x.v[o]));
+  auto rev = [&](int t, const Tok& in) {
+    const long long o = (seq * x.T + t) * D + j;
+    const Vals s = prelude(in);
+    g.dq[o] = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, s.beta, s.kh, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
+    // Write: de = dS kh (= dv), dkh = dS^T e [- S_{t-1}^T de], dbeta = <dS, S_{t-1}>.
+    const float de = row_dot<D>(dS, j, sh_kh);
+    float dkh = col_dot<D>(dS, j, sh_e);
+    g.dv[o] = de;
+    if constexpr (DELTA) {
+      sh_de[j] = de;
+      float rb = 0.f;
+      for (int c = 0; c < D; ++c) rb = fmaf(dS[j * LD + c], st.S[j * LD + c], rb);
+      float r6[1] = {rb};
+      sums(r6);  // all reads of dS done before the update below
+      if (gated && j == 0) g.dg[seq * x.T + t] = r6[0] * s.beta * (1.f - s.beta);
+      dkh -= col_dot<D>(st.S, j, sh_de);
+      for (int c = 0; c < D; ++c) dS[c * LD + j] = s.beta * dS[c * LD + j] - sh_de[c] * s.kh;
+      float r9[1] = {s.kh * dkh};
+      sums(r9);
+      const float dkf = dzs + (s.nk == 0.f ? 0.f : (dkh - s.kh * r9[0]) / s.nk);
+      g.dk[o] = dkf * dphi(in.k);
+    } else {
+      g.dk[o] = (dzs + dkh) * dphi(in.k);
     }
-    regs.fetch(scratch + (long long)(t1 - 1 - t0) * SLOT);
-    for (int t = t1 - 1; t >= t0; --t) {
-      const long long o = base + (long long)t * D + j;
-      const float kr = x.k[o], vr = x.v[o], qr = x.q[o], dor = g.dout[o];
-      __syncthreads();
-      zs = regs.commit(S, nullptr);  // S_{t-1}, zs_{t-1}
-      if (t > t0) regs.fetch(scratch + (long long)(t - 1 - t0) * SLOT);
-      const Vals s = prelude(t, kr, vr);
-      // Read: S_t qf = beta S_{t-1} qf + e (kh.qf); dqf = S_t^T g = beta S_{t-1}^T g + kh (e.g).
-      const float qf = phi(qr), zst = zs + s.kf;
-      sh_qf[j] = qf;
-      __syncthreads();
-      const float Sq = row_dot<D>(S, j, sh_qf);
-      float r4[2] = {zst * qf, s.kh * qf};
-      block_sums<D, 2>(r4, red);
-      const float den = r4[0] < prm.eps ? prm.eps : r4[0];
-      const float o_j = (s.beta * Sq + s.e * r4[1]) / den;
-      const float gj = dor / den;
-      sh_g[j] = gj;
-      float r5[2] = {gj * o_j, s.e * gj};
-      block_sums<D, 2>(r5, red);
-      float dqf = s.beta * col_dot<D>(S, j, sh_g) + s.kh * r5[1];
-      if (!(r4[0] < prm.eps)) {
-        dqf -= r5[0] * zst;
-        dzs -= r5[0] * qf;
-      }
-      g.dq[o] = dqf * dphi(qr);
-      col_axpy<D>(dS, j, sh_g, qf);  // dS += g qf^T
-      __syncthreads();
-      // Write: de = dS kh (= dv), dkh = dS^T e [- S_{t-1}^T de], dbeta = <dS, S_{t-1}>.
-      const float de = row_dot<D>(dS, j, sh_kh);
-      float dkh = col_dot<D>(dS, j, sh_e);
-      g.dv[o] = de;
-      if constexpr (DELTA) {
-        sh_de[j] = de;
-        float rb = 0.f;
-        for (int c = 0; c < D; ++c) rb = fmaf(dS[j * M::LD + c], S[j * M::LD + c], rb);
-        float r6[1] = {rb};
-        block_sums<D, 1>(r6, red);  // all reads of dS done before the update below
-        if (gated && j == 0) g.dg[seq * T + t] = r6[0] * s.beta * (1.f - s.beta);
-        dkh -= col_dot<D>(S, j, sh_de);
-        for (int c = 0; c < D; ++c) dS[c * M::LD + j] = s.beta * dS[c * M::LD + j] - sh_de[c] * s.kh;
-        float r9[1] = {s.kh * dkh};
-        block_sums<D, 1>(r9, red);
-        const float dkf = dzs + (s.nk == 0.f ? 0.f : (dkh - s.kh * r9[0]) / s.nk);
-        g.dk[o] = dkf * dphi(kr);
-      } else {
-        g.dk[o] = (dzs + dkh) * dphi(kr);
-      }
-    }
-  }
+  };
+  two_passes<D>(x.T, Slots<D>(workspace, seq, x.T), st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
 }
 
 template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g,
                                                     const RecurrentParams& p, float* ws, cudaStream_t s) {
-  const std::size_t bytes = Smem<D>::BYTES;
-  auto kernel = K == RecurrentKind::Vla ? vla_backward_kernel<D>
-              : K == RecurrentKind::DeltaNet ? delta_backward_kernel<true, D> : delta_backward_kernel<false, D>;
+  const std::size_t bytes = sizeof(float) * (K == RecurrentKind::Vla ? VlaSmem<D>::FLOATS : DeltaSmem<D>::FLOATS);
+  auto kernel = [] {
+    if constexpr (K == RecurrentKind::Vla) return vla_backward_kernel<D>;
+    else return delta_backward_kernel<K, D>;
+  }();
   if (bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
     if (e != cudaSuccess) return e;
@@ -474,6 +588,7 @@ cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const R
     case 16: return launch<K, 16>(x, g, p, ws, s);
     case 32: return launch<K, 32>(x, g, p, ws, s);
     case 64: return launch<K, 64>(x, g, p, ws, s);
+    case 128: return launch<K, 128>(x, g, p, ws, s);
     default: return cudaErrorInvalidValue;
   }
 }

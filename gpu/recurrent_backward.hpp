@@ -38,8 +38,9 @@ inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int 
   return std::size_t(B) * H * (chunks + kBackwardChunk) * slot;
 }
 
-// Launches the fused backward on `stream`. d in {16, 32, 64}; anything else returns
-// cudaErrorInvalidValue (a missing pointer too) without launching.
+// Launches the fused backward on `stream`. d in {16, 32, 64, 128}; anything else returns
+// cudaErrorInvalidValue (a missing pointer too) without launching. d = 128 needs the H100's opt-in
+// shared memory (VLA 199 KiB, linear / DeltaNet 132 KiB per block).
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream = nullptr);
 

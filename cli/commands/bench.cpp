@@ -85,8 +85,8 @@ void run(const BenchArgs& a) {
   fmt::print("{}", vla::gpu::describe_devices());
   fmt::print("fused forward, fp32, B={} H={} d={}, median of {} CUDA-event timed runs after 2 warm-ups\n", a.batch, a.heads,
              a.d_head, a.reps);
-  // The fused backward exists at d in {16, 32, 64} (gpu/recurrent_backward.hpp); elsewhere NaN.
-  const bool with_bwd = a.d_head <= 64;
+  // The fused backward exists at every d the forward has (16, 32, 64, 128; gpu/recurrent_backward.hpp).
+  const bool with_bwd = true;
   fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12}\n", "T", "vla ms", "linear ms", "deltanet ms",
              "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd");
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms", "linear_fwdbwd_ms",

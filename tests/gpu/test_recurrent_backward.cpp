@@ -1,8 +1,8 @@
 // The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) against the
 // CPU reference backwards in double (gpu/vla_backward_reference.hpp, gpu/delta_backward_reference.hpp,
 // themselves checked against finite differences of the core rules in test_backward_reference.cpp), on fresh random inputs, several shapes, every output poisoned with
-// NaN before the launch. Tagged [gpu]: passes with a warning and checks nothing where no CUDA device
-// is visible (CI), because there is nothing to run the kernel on.
+// NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh runs): passes with a warning and
+// checks nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
 #include "gpu/delta_backward_reference.hpp"
@@ -128,44 +128,47 @@ void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uin
   }
 }
 
-const std::vector<Shape> kFullShapes{{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32}, {2, 1, 70, 64}, {1, 2, 96, 64}};
-const std::vector<Shape> kSmallShapes{{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}};
+// d = 128 has its own layout (A's column in registers, no slot prefetch for VLA; gpu/recurrent_backward.cu),
+// so it gets a ragged and an exact-multiple T of its own.
+const std::vector<Shape> kFullShapes{{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32},
+                                     {2, 1, 70, 64}, {1, 2, 96, 64},  {2, 1, 70, 128}, {1, 2, 96, 128}};
+const std::vector<Shape> kSmallShapes{{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}, {1, 1, 35, 128}};
 
 }  // namespace
 
-TEST_CASE("fused VLA backward matches the double reference backward within the fp32 bound", "[gpu][bwd-full]") {
+TEST_CASE("fused VLA backward matches the double reference backward within the fp32 bound", "[gpu][bwd-full][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // T around the checkpoint chunk (32): shorter than one chunk, an exact multiple, a ragged tail;
-  // all but the first cross the refresh step t + 1 = 20. d in {16, 32, 64}.
+  // all but the first cross the refresh step t + 1 = 20. d in {16, 32, 64, 128}.
   check_shapes(RecurrentKind::Vla, kFullShapes, 500);
 }
 
-TEST_CASE("fused VLA backward, small shapes (the sanitizers' racecheck run)", "[gpu]") {
+TEST_CASE("fused VLA backward, small shapes (the sanitizers' racecheck run)", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // Same check as above on shapes small enough for racecheck (which instruments every shared access):
   // still two chunks and a refresh step at each d.
   check_shapes(RecurrentKind::Vla, kSmallShapes, 700);
 }
 
-TEST_CASE("fused linear attention and DeltaNet backward match the double reference within the fp32 bound", "[gpu][bwd-full]") {
+TEST_CASE("fused linear attention and DeltaNet backward match the double reference within the fp32 bound", "[gpu][bwd-full][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   check_shapes(RecurrentKind::Linear, kFullShapes, 1500);
   check_shapes(RecurrentKind::DeltaNet, kFullShapes, 2500);  // gated: dg checked too
 }
 
-TEST_CASE("fused linear attention and DeltaNet backward, small shapes (racecheck run)", "[gpu]") {
+TEST_CASE("fused linear attention and DeltaNet backward, small shapes (racecheck run)", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   check_shapes(RecurrentKind::Linear, kSmallShapes, 1700);
   check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 2700);
 }
 
-TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu]") {
+TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // One block per (b, h) with its own workspace slice and a fixed operation order: sequence (b, h)
   // of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
   // blocks share scratch (a wrong workspace offset) or the result depends on scheduling (a race).
   for (RecurrentKind kind : {RecurrentKind::Vla, RecurrentKind::Linear, RecurrentKind::DeltaNet})
-  for (int d : {16, 32, 64}) {
+  for (int d : {16, 32, 64, 128}) {
     const Shape s{2, 2, 45, d};
     const Case all = random_case(s, 900 + d);
     const auto g_all = run_gpu(kind, all);
@@ -184,16 +187,18 @@ TEST_CASE("fused backward is the same function of each sequence whatever the lau
   }
 }
 
-TEST_CASE("fused backward rejects what it does not implement instead of launching", "[gpu]") {
+TEST_CASE("fused backward rejects what it does not implement instead of launching", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   vla::gpu::DeviceBuffer buf(4 * 128);
   vla::gpu::RecurrentTensors x;
   x.q = x.k = x.v = x.u = buf.get();
-  x.B = 1; x.H = 1; x.T = 4; x.d = 128;  // d = 128: the backward's four d x d shared matrices do not fit
+  x.B = 1; x.H = 1; x.T = 4; x.d = 48;  // not a compiled head size (16, 32, 64, 128): must not launch a wrong-d kernel
   vla::gpu::RecurrentGrads g;
   g.dout = buf.get(); g.dq = g.dk = g.dv = g.du = buf.get();
   CHECK(vla::gpu::recurrent_backward(vla::gpu::RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
   CHECK(vla::gpu::recurrent_backward(RecurrentKind::Linear, x, g, {}, buf.get()) == cudaErrorInvalidValue);
+  x.d = 256;
+  CHECK(vla::gpu::recurrent_backward(RecurrentKind::DeltaNet, x, g, {}, buf.get()) == cudaErrorInvalidValue);
   x.d = 32;
   g.du = nullptr;  // VLA needs somewhere to put dL/du_raw
   CHECK(vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
