@@ -57,21 +57,30 @@ template <int D> __device__ __forceinline__ float row_dot(const float* M, int j,
   }
   return (a0 + a1) + (a2 + a3);
 }
-template <int D> __device__ __forceinline__ float col_dot(const float* M, int j, const float* x) {
-  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-#pragma unroll 4
-  for (int c = 0; c < D; c += 4) {
-    a0 = fmaf(M[c * Smem<D>::LD + j], x[c], a0);
-    a1 = fmaf(M[(c + 1) * Smem<D>::LD + j], x[c + 1], a1);
-    a2 = fmaf(M[(c + 2) * Smem<D>::LD + j], x[c + 2], a2);
-    a3 = fmaf(M[(c + 3) * Smem<D>::LD + j], x[c + 3], a3);
-  }
-  return (a0 + a1) + (a2 + a3);
-}
 // Column j of M += a b_j (thread j's share of the rank-1 update M += a b^T).
 template <int D> __device__ __forceinline__ void col_axpy(float* M, int j, const float* a, float bj) {
 #pragma unroll 8
   for (int c = 0; c < D; ++c) M[c * Smem<D>::LD + j] = fmaf(a[c], bj, M[c * Smem<D>::LD + j]);
+}
+
+// Several d-long walks of one step fused into one loop over c: a step's mat-vecs and rank-1 updates that
+// wait on the same barrier and touch different data run together, so each iteration has several
+// independent loads and FMA chains in flight (one warp per SM at d = 32: nothing else hides the latency).
+// Each dot keeps row_dot's 4 chains (c mod 4) and their order, so a fused result is bitwise the unfused
+// one. U: the unroll factor (4, or d / 4 where the body indexes a register array: all indices constant).
+// Where A's column is in registers (d = 128) its walks are fully unrolled, and a shared-matrix walk fused
+// into one keeps so many loads in flight that ptxas spills; there the two run apart (kFuseA false).
+struct Acc4 {
+  float a[4] = {0.f, 0.f, 0.f, 0.f};
+  __device__ __forceinline__ void add(int r, float m, float x) { a[r] = fmaf(m, x, a[r]); }
+  __device__ __forceinline__ float sum() const { return (a[0] + a[1]) + (a[2] + a[3]); }
+};
+template <int D, int U, class Body> __device__ __forceinline__ void walk(Body&& body) {
+#pragma unroll U
+  for (int c = 0; c < D; c += 4) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) body(c + r, r);  // chain r takes c = r mod 4
+  }
 }
 
 // Block-wide sums of N <= NRED values. Within a warp a xor butterfly of shuffles (every lane ends with
@@ -118,22 +127,17 @@ template <int D> struct BlockSum {
 // and d = 128. Both forms compute the same numbers in the same order.
 enum class AHome { None, Shared, Regs };
 template <int D, AHome W> struct AColumn {  // None: the rule has no A (linear attention, DeltaNet)
+  static constexpr int kUnroll = 4;
   __device__ void init(float) {}
   __device__ void save(float*) const {}
   __device__ void load(const float*) {}
 };
 template <int D> struct AColumn<D, AHome::Shared> {
+  static constexpr int kUnroll = 4;  // walk()'s unroll over A
   float* M;  // the d x d matrix in shared memory, row stride LD; this thread touches column j only
   __device__ float get(int c) const { return M[c * Smem<D>::LD + threadIdx.x]; }
   __device__ void set(int c, float v) { M[c * Smem<D>::LD + threadIdx.x] = v; }
-  __device__ float dot(const float* x) const { return col_dot<D>(M, threadIdx.x, x); }  // (A x)_j = (A^T x)_j
-  // A -= z z^T / dc with the product z_c z_j formed first (symmetric to the bit), then A += eta I.
-  __device__ void update(const float* z, float zj, float inv_dc, float eta) {
-    const int j = threadIdx.x;
-#pragma unroll 8
-    for (int c = 0; c < D; ++c) M[c * Smem<D>::LD + j] = fmaf(-(z[c] * zj), inv_dc, M[c * Smem<D>::LD + j]);
-    M[j * Smem<D>::LD + j] += eta;
-  }
+  __device__ void add_diag(float eta) { M[threadIdx.x * Smem<D>::LD + threadIdx.x] += eta; }
   __device__ void init(float diag) {
     for (int c = 0; c < D; ++c) set(c, c == int(threadIdx.x) ? diag : 0.f);
   }
@@ -145,27 +149,14 @@ template <int D> struct AColumn<D, AHome::Shared> {
   }
 };
 template <int D> struct AColumn<D, AHome::Regs> {
-  float a[D];  // every loop over it is fully unrolled, so the indices are constants and a[] stays in registers
+  static constexpr int kUnroll = D / 4;  // walks over a[] fully unrolled: constant indices keep it in registers
+  float a[D];
   __device__ float get(int c) const { return a[c]; }
   __device__ void set(int c, float v) { a[c] = v; }
-  __device__ float dot(const float* x) const {
-    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;  // the order of col_dot
-#pragma unroll
-    for (int c = 0; c < D; c += 4) {
-      a0 = fmaf(a[c], x[c], a0);
-      a1 = fmaf(a[c + 1], x[c + 1], a1);
-      a2 = fmaf(a[c + 2], x[c + 2], a2);
-      a3 = fmaf(a[c + 3], x[c + 3], a3);
-    }
-    return (a0 + a1) + (a2 + a3);
-  }
-  __device__ void update(const float* z, float zj, float inv_dc, float eta) {
-    const int j = threadIdx.x;
-#pragma unroll
-    for (int c = 0; c < D; ++c) a[c] = fmaf(-(z[c] * zj), inv_dc, a[c]);
+  __device__ void add_diag(float eta) {
     if (eta != 0.f)  // 1 step in refresh_period: a[j] += eta without a dynamic register index
 #pragma unroll
-      for (int c = 0; c < D; ++c) a[c] += c == j ? eta : 0.f;
+      for (int c = 0; c < D; ++c) a[c] += c == int(threadIdx.x) ? eta : 0.f;
   }
   __device__ void init(float diag) {
 #pragma unroll
@@ -193,8 +184,10 @@ template <int D, bool WITH_A> struct State {
   static constexpr AHome kA = !WITH_A ? AHome::None : D > 64 ? AHome::Regs : AHome::Shared;
   static constexpr int kSlotFloats = WITH_A ? 2 * D + 1 : D + 1;  // per thread
   static constexpr bool kPrefetch = kSlotFloats <= 2 * 64 + 1;
+  using AType = AColumn<D, kA>;
+  static constexpr bool kFuseA = kA != AHome::Regs;  // see walk()
   float* S;
-  AColumn<D, kA> A;
+  AType A;
   float zs = 0.f;
   float r[kPrefetch ? kSlotFloats : 1];
   const float* pending = nullptr;
@@ -345,12 +338,16 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
   sh_g[j] = gj;
   float r5[2] = {gj * o_j, e * gj};
   sums(r5);
-  float dqf = beta * col_dot<D>(S, j, sh_g) + w * r5[1];  // S_t^T g
+  Acc4 sg;  // (S_{t-1}^T g)_j, and dS += g qf^T (column j)
+  walk<D, 4>([&](int c, int r) {
+    sg.add(r, S[c * Smem<D>::LD + j], sh_g[c]);
+    dS[c * Smem<D>::LD + j] = fmaf(sh_g[c], qf, dS[c * Smem<D>::LD + j]);
+  });
+  float dqf = beta * sg.sum() + w * r5[1];  // S_t^T g
   if (!(r4[0] < eps)) {
     dqf -= r5[0] * zst;
     dzs -= r5[0] * qf;
   }
-  col_axpy<D>(dS, j, sh_g, qf);  // dS += g qf^T
   __syncthreads();
   return dqf * dphi(qr);
 }
@@ -383,8 +380,16 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   sh_kh[j] = s.kh;
   sh_uu[j] = s.uu;
   __syncthreads();
-  s.z = st.A.dot(sh_uu);                                               // z = A_{t-1} u (line 12)
-  const float Akh = st.A.dot(sh_kh), Skh = row_dot<D>(st.S, j, sh_kh);
+  Acc4 az, ak, sk;  // A_{t-1} u, A_{t-1} k_hat (columns: A is symmetric), S_{t-1} k_hat (rows)
+  walk<D, St::AType::kUnroll>([&](int c, int r) {
+    const float a = st.A.get(c);
+    az.add(r, a, sh_uu[c]);
+    ak.add(r, a, sh_kh[c]);
+    if constexpr (St::kFuseA) sk.add(r, st.S[j * Smem<D>::LD + c], sh_kh[c]);
+  });
+  if constexpr (!St::kFuseA) walk<D, 4>([&](int c, int r) { sk.add(r, st.S[j * Smem<D>::LD + c], sh_kh[c]); });
+  s.z = az.sum();                                                      // z = A_{t-1} u (line 12)
+  const float Akh = ak.sum(), Skh = sk.sum();
   sh_z[j] = s.z;
   float r2[2] = {s.uu * s.z, s.z * s.kh};
   sums(r2);
@@ -419,6 +424,8 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   const int j = threadIdx.x;
   const long long seq = blockIdx.x;
   State<D, true> st;
+  constexpr int AU = State<D, true>::AType::kUnroll;
+  constexpr bool kFuseA = State<D, true>::kFuseA;
   st.S = dA + MAT;
   if constexpr (L::kAShared) st.A.M = st.S + MAT;
   st.init(1.f / prm.lambda0);  // S_0 = 0, A_0 = I / lambda0 (line 4)
@@ -431,8 +438,14 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
 
   auto fwd = [&](int t, const Tok& in) {  // lines 8-22, 25
     const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
-    st.A.update(sh_z, s.z, 1.f / s.dc, s.eta);  // A -= z z^T / dc; A += eta I on refresh steps
-    col_axpy<D>(st.S, j, sh_e, s.ah);            // S += e ah^T
+    // A -= z z^T / dc with the product z_c z_j formed first (the same number for (c, j) and (j, c): A stays
+    // symmetric to the bit), A += eta I on refresh steps (lines 14, 16); S += e ah^T (line 22).
+    const float inv_dc = 1.f / s.dc;
+    walk<D, AU>([&](int c, int) {
+      st.A.set(c, fmaf(-(sh_z[c] * s.z), inv_dc, st.A.get(c)));
+      st.S[c * LD + j] = fmaf(sh_e[c], s.ah, st.S[c * LD + j]);
+    });
+    st.A.add_diag(s.eta);
     st.zs += s.kf;
   };
   auto rev = [&](int t, const Tok& in) {
@@ -441,23 +454,42 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     g.dq[o] = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, 1.f, s.ah, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
     float dkf = dzs;                                                 // line 25
     // Line 22: de = dS ah, dah = dS^T e;  line 21: dv = de, dS -= de kh^T, dkh = -S_{t-1}^T de.
-    const float de = row_dot<D>(dS, j, sh_ah), dah = col_dot<D>(dS, j, sh_e);
+    Acc4 a_de, a_dah;
+    walk<D, 4>([&](int c, int r) {
+      a_de.add(r, dS[j * LD + c], sh_ah[c]);
+      a_dah.add(r, dS[c * LD + j], sh_e[c]);
+    });
+    const float de = a_de.sum(), dah = a_dah.sum();
     sh_de[j] = de;
     float r6[1] = {s.ah * dah};
     sums(r6);  // all reads of dS done before the update below
     g.dv[o] = de;
-    col_axpy<D>(dS, j, sh_de, -s.kh);
-    float dkh = -col_dot<D>(st.S, j, sh_de);
+    Acc4 a_sde;
+    walk<D, 4>([&](int c, int r) {
+      dS[c * LD + j] = fmaf(sh_de[c], -s.kh, dS[c * LD + j]);
+      a_sde.add(r, st.S[c * LD + j], sh_de[c]);
+    });
+    float dkh = -a_sde.sum();
     // Line 20: dalpha = (dah - ah (ah.dah)) / na;  line 19: dA += dalpha kh^T, dkh += A_t^T dalpha.
     const float dal = s.na == 0.f ? 0.f : (dah - s.ah * r6[0]) / s.na;
     sh_dal[j] = dal;
     __syncthreads();
-    col_axpy<D>(dA, j, sh_dal, s.kh);
+    Acc4 a_adal;
+    walk<D, AU>([&](int c, int r) {
+      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_dal[c], s.kh, dA[c * LD + j]);
+      a_adal.add(r, st.A.get(c), sh_dal[c]);
+    });
+    if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_dal, s.kh);
     float r7[1] = {s.z * dal};
     sums(r7);  // also orders the dA update before the dA reads below
-    dkh += st.A.dot(sh_dal) - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha
+    dkh += a_adal.sum() - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha
     // Lines 14, 16: dz = -(dA + dA^T) z / dc, ddc = z^T dA z / dc^2; line 13: zero if clamped.
-    const float rowz = row_dot<D>(dA, j, sh_z), colz = col_dot<D>(dA, j, sh_z);
+    Acc4 a_rz, a_cz;
+    walk<D, 4>([&](int c, int r) {
+      a_rz.add(r, dA[j * LD + c], sh_z[c]);
+      a_cz.add(r, dA[c * LD + j], sh_z[c]);
+    });
+    const float rowz = a_rz.sum(), colz = a_cz.sum();
     float dz = -(rowz + colz) / s.dc;
     float r8[1] = {s.z * rowz};
     sums(r8);
@@ -467,8 +499,13 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     dz += ddelta * s.uu;
     sh_dz[j] = dz;
     __syncthreads();
-    col_axpy<D>(dA, j, sh_dz, s.uu);
-    du += st.A.dot(sh_dz);
+    Acc4 a_adz;
+    walk<D, AU>([&](int c, int r) {
+      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_dz[c], s.uu, dA[c * LD + j]);
+      a_adz.add(r, st.A.get(c), sh_dz[c]);
+    });
+    if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_dz, s.uu);
+    du += a_adz.sum();
     // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk;  line 8.
     float r9[2] = {in.u * du, s.kh * dkh};
     sums(r9);
@@ -533,7 +570,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
   auto fwd = [&](int, const Tok& in) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
     const Vals s = prelude(in);
     if constexpr (DELTA)
-      for (int c = 0; c < D; ++c) st.S[c * LD + j] = fmaf(sh_e[c], s.kh, s.beta * st.S[c * LD + j]);
+      walk<D, 4>([&](int c, int) { st.S[c * LD + j] = fmaf(sh_e[c], s.kh, s.beta * st.S[c * LD + j]); });
     else
       col_axpy<D>(st.S, j, sh_e, s.kh);
     st.zs += s.kf;
@@ -543,18 +580,27 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
     const Vals s = prelude(in);
     g.dq[o] = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, s.beta, s.kh, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
     // Write: de = dS kh (= dv), dkh = dS^T e [- S_{t-1}^T de], dbeta = <dS, S_{t-1}>.
-    const float de = row_dot<D>(dS, j, sh_kh);
-    float dkh = col_dot<D>(dS, j, sh_e);
+    Acc4 a_de, a_dkh, a_db;  // dS kh (rows), dS^T e (columns), row j of dS . S_{t-1} (DeltaNet)
+    walk<D, 4>([&](int c, int r) {
+      const float dsr = dS[j * LD + c];
+      a_de.add(r, dsr, sh_kh[c]);
+      a_dkh.add(r, dS[c * LD + j], sh_e[c]);
+      if constexpr (DELTA) a_db.add(r, dsr, st.S[j * LD + c]);
+    });
+    const float de = a_de.sum();
+    float dkh = a_dkh.sum();
     g.dv[o] = de;
     if constexpr (DELTA) {
       sh_de[j] = de;
-      float rb = 0.f;
-      for (int c = 0; c < D; ++c) rb = fmaf(dS[j * LD + c], st.S[j * LD + c], rb);
-      float r6[1] = {rb};
+      float r6[1] = {a_db.sum()};
       sums(r6);  // all reads of dS done before the update below
       if (gated && j == 0) g.dg[seq * x.T + t] = r6[0] * s.beta * (1.f - s.beta);
-      dkh -= col_dot<D>(st.S, j, sh_de);
-      for (int c = 0; c < D; ++c) dS[c * LD + j] = s.beta * dS[c * LD + j] - sh_de[c] * s.kh;
+      Acc4 a_sde;  // S_{t-1}^T de, and dS = beta dS - de kh^T (column j)
+      walk<D, 4>([&](int c, int r) {
+        a_sde.add(r, st.S[c * LD + j], sh_de[c]);
+        dS[c * LD + j] = s.beta * dS[c * LD + j] - sh_de[c] * s.kh;
+      });
+      dkh -= a_sde.sum();
       float r9[1] = {s.kh * dkh};
       sums(r9);
       const float dkf = dzs + (s.nk == 0.f ? 0.f : (dkh - s.kh * r9[0]) / s.nk);
