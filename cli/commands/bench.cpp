@@ -1,5 +1,7 @@
 // `vla bench attention --device cuda`: times the fused forward kernels (VLA, linear attention, DeltaNet)
-// and each one's forward+backward (gpu/recurrent_backward.hpp)
+// and each one's forward+backward (gpu/recurrent_backward.hpp), and the toolkit's causal softmax attention
+// (gpu/softmax_attention.hpp, cuBLAS + row kernels, query-chunked so that T = 65536 fits), forward and
+// forward+backward, and prints the T where VLA becomes faster than that softmax;
 // with CUDA events, median of --reps timed runs after 2 warm-ups, on device-generated random inputs
 // (uniform, unit variance; never zeros). Prints a table and, with --csv, writes it (atomically) for
 // gpu/bench_torch.py, which adds PyTorch's SDPA and the PyTorch loop of Algorithm 1 and prints ratios.
@@ -9,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -20,6 +24,9 @@
 #include "gpu/device_query.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
+#include "gpu/softmax_attention.hpp"
+
+#include <cublas_v2.h>
 #endif
 
 namespace {
@@ -71,6 +78,68 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
+
+// Median milliseconds of the toolkit's causal softmax attention forward (with `backward`: forward then
+// backward), timed as time_kernel. The workspace (the default plan's query chunks) is allocated outside
+// the timing. A shape the device cannot hold (e.g. out of memory) prints why and gives NaN, never a crash.
+double time_softmax(const BenchArgs& a, int T, bool backward) {
+  using vla::gpu::check;
+  cublasHandle_t blas = nullptr;
+  try {
+    const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
+    const auto plan = vla::gpu::softmax_attention_plan(a.batch, a.heads, T);
+    vla::gpu::DeviceBuffer q(n), k(n), v(n), o(n), ws(plan.workspace_floats), dout, dq, dk, dv;
+    unsigned long long seed = 1;
+    for (auto* b : {&q, &k, &v}) check(vla::gpu::fill_random(b->get(), (long long)n, seed++), "fill_random");
+    if (backward) {
+      dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n); dv = vla::gpu::DeviceBuffer(n);
+      check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
+    }
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH);  // plain fp32, as the training model
+    const vla::gpu::AttentionInputs x{q.get(), k.get(), v.get(), a.batch, a.heads, T, a.d_head};
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "cudaEventCreate");
+    check(cudaEventCreate(&e1), "cudaEventCreate");
+    std::vector<double> ms;
+    for (int r = 0; r < 2 + a.reps; ++r) {
+      check(cudaEventRecord(e0), "cudaEventRecord");  // the handle runs on the legacy default stream, as the events
+      vla::gpu::softmax_attention_forward(blas, x, o.get(), plan, ws.get());
+      if (backward) vla::gpu::softmax_attention_backward(blas, x, dout.get(), dq.get(), dk.get(), dv.get(), plan, ws.get());
+      check(cudaEventRecord(e1), "cudaEventRecord");
+      check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
+      if (r >= 2) ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cublasDestroy(blas);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  } catch (const std::exception& e) {
+    if (blas) cublasDestroy(blas);
+    cudaGetLastError();  // clear a non-sticky error (an allocation failure) so the next point can run
+    fmt::print("softmax {} at T={}: skipped ({})\n", backward ? "fwd+bwd" : "forward", T, e.what());
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+// Smallest T where ours < theirs, log-log interpolated between the neighbouring measured points (as
+// gpu/bench_torch.py's crossover); points where either is NaN (not measured) are left out.
+std::string crossover(const std::vector<int>& Ts, const std::vector<double>& ours, const std::vector<double>& theirs) {
+  std::vector<double> t, r;
+  for (std::size_t i = 0; i < Ts.size(); ++i)
+    if (std::isfinite(ours[i]) && std::isfinite(theirs[i])) { t.push_back(Ts[i]); r.push_back(std::log(ours[i] / theirs[i])); }
+  if (t.empty()) return "not measured";
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (r[i] < 0) {
+      if (i == 0) return fmt::format("<= {} (faster at every measured T)", t[0]);
+      const double x = std::log(t[i - 1]) + (std::log(t[i]) - std::log(t[i - 1])) * r[i - 1] / (r[i - 1] - r[i]);
+      return fmt::format("~{:.0f}", std::exp(x));
+    }
+  return fmt::format("> {} (not reached; ratio vla/softmax {:.3g} there)", t.back(), std::exp(r.back()));
+}
 #endif
 
 void run(const BenchArgs& a) {
@@ -87,10 +156,12 @@ void run(const BenchArgs& a) {
              a.d_head, a.reps);
   // The fused backward exists at every d the forward has (16, 32, 64, 128; gpu/recurrent_backward.hpp).
   const bool with_bwd = true;
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12}\n", "T", "vla ms", "linear ms", "deltanet ms",
-             "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd");
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "linear ms",
+             "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd", "softmax ms",
+             "sm fwd+bwd ms");
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms", "linear_fwdbwd_ms",
-                           "deltanet_fwdbwd_ms"});
+                           "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
+  std::vector<double> vla_f, vla_fb, sm_f, sm_fb;
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
     const double l = time_kernel(vla::gpu::RecurrentKind::Linear, a, T);
@@ -99,10 +170,14 @@ void run(const BenchArgs& a) {
     const double fb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true) : nan;
     const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
     const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g}\n", T, v, l, dn,
-               1e3 * v / T, v / dn, fb, fb / v, lfb, dfb);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, l, dn, fb, lfb, dfb});
+    const double sm = time_softmax(a, T, false), smfb = time_softmax(a, T, true);
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n", T, v,
+               l, dn, 1e3 * v / T, v / dn, fb, fb / v, lfb, dfb, sm, smfb);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, l, dn, fb, lfb, dfb, sm, smfb});
+    vla_f.push_back(v); vla_fb.push_back(fb); sm_f.push_back(sm); sm_fb.push_back(smfb);
   }
+  fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {}; "
+             "VLA fwd+bwd than softmax fwd+bwd at T {}\n", a.batch, a.heads, a.d_head, crossover(a.T, vla_f, sm_f), crossover(a.T, vla_fb, sm_fb));
   if (!a.csv.empty()) table.write(a.csv);
 #else
   throw std::invalid_argument("--device: this build has no CUDA path (nvcc was not found at configure time)");
@@ -112,7 +187,7 @@ void run(const BenchArgs& a) {
 const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommand: attention)", [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   app.require_subcommand(1);
-  auto* att = app.add_subcommand("attention", "time the fused recurrent kernels (forward, forward+backward) on the GPU");
+  auto* att = app.add_subcommand("attention", "time the fused recurrent kernels and the toolkit softmax (forward, forward+backward) on the GPU");
   att->add_option("--device", args->device, "cuda (the only benchmarked device)");
   att->add_option("--T", args->T, "sequence lengths, comma separated")->delimiter(',');
   att->add_option("--batch", args->batch, "batch size B");

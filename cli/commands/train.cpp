@@ -38,7 +38,7 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--stop-after", a->stop_after, "stop (resumably) after this many steps, as SIGINT would");
       app.add_option("--out", a->out, "output folder");
       app.add_option("--resume", a->resume, "continue the run in this folder");
-      app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, vla/linear/deltanet, no resume; "
+      app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, vla/linear/deltanet/softmax, no resume; "
                                             "`vla train-gpu` runs many seeds and mixers at once)")->capture_default_str();
       app.final_callback([a] {
         if (a->device != "cpu" && a->device != "cuda")

@@ -1,5 +1,5 @@
 // `vla train-gpu`: the small model of `vla train` trained on the GPU (gpu/train/trainer.hpp): same
-// tasks, batches, AdamW, schedule and clip; fp32; mixers vla, linear, deltanet. Compiled only with
+// tasks, batches, AdamW, schedule and clip; fp32; mixers vla, linear, deltanet, softmax. Compiled only with
 // the CUDA path (VLA_HAVE_CUDA); without it the command does not exist.
 #ifdef VLA_HAVE_CUDA
 #include "cli/command.hpp"
@@ -22,11 +22,11 @@ struct Args {
 };
 
 const vla::cli::RegisterCommand reg{
-    "train-gpu", "Train the small causal LM (Tables 3, 6) on copy or MQAR on the GPU (fp32; vla, linear, deltanet)",
+    "train-gpu", "Train the small causal LM (Tables 3, 6) on copy or MQAR on the GPU (fp32; vla, linear, deltanet, softmax)",
     [](CLI::App& app) {
       auto a = std::make_shared<Args>();
       auto& c = a->cfg;
-      vla::cli::add_training_options(app, c, "vla, linear, deltanet", "head width (16, 32, 64)");
+      vla::cli::add_training_options(app, c, "vla, linear, deltanet, softmax", "head width (16, 32, 64; softmax also 128)");
       app.add_option("--seeds", a->seeds, "several runs: these seeds (x --mixers), concurrently on one GPU, in OUT/<mixer>_seed<S>")->delimiter(',');
       app.add_option("--mixers", a->mixers, "several runs: these mixers (x --seeds)")->delimiter(',');
       app.add_option("--out", a->out, "output folder (log.csv, summary.json)")->required();

@@ -5,6 +5,7 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
+#include "gpu/softmax_attention.hpp"
 #include "gpu/train/kernels.hpp"
 
 #include <cublas_v2.h>
@@ -23,17 +24,26 @@ void check_blas(cublasStatus_t s, const char* what) {
 }
 void check_launch(cudaError_t e, const char* what) { check(e, what); }
 
+// Softmax attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
+bool is_softmax(const std::string& m) { return m == "softmax"; }
+
 RecurrentKind kind_of(const std::string& m) {
   if (m == "vla") return RecurrentKind::Vla;
   if (m == "linear") return RecurrentKind::Linear;
   if (m == "deltanet") return RecurrentKind::DeltaNet;
-  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU training path (allowed on the GPU: vla, linear, deltanet)", m));
+  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU training path (allowed on the GPU: vla, linear, deltanet, softmax)", m));
 }
 
 }  // namespace
 
 void validate_gpu_config(const model::ModelConfig& cfg) {
   cfg.validate();
+  if (is_softmax(cfg.mixer.mixer)) {
+    // cuBLAS products: any head width works; the kernels are tested at these.
+    if (cfg.d_head != 16 && cfg.d_head != 32 && cfg.d_head != 64 && cfg.d_head != 128)
+      throw std::invalid_argument(fmt::format("--d-head: {} is not a tested GPU softmax head width (allowed: 16, 32, 64, 128)", cfg.d_head));
+    return;
+  }
   kind_of(cfg.mixer.mixer);
   if (cfg.d_head != 16 && cfg.d_head != 32 && cfg.d_head != 64)
     throw std::invalid_argument(fmt::format("--d-head: {} has no GPU backward kernel (allowed on the GPU: 16, 32, 64)", cfg.d_head));
@@ -43,7 +53,8 @@ void validate_gpu_config(const model::ModelConfig& cfg) {
 
 struct GpuModel::Impl {
   model::ModelConfig cfg;
-  RecurrentKind kind;
+  bool softmax = false;                    // softmax attention; then kind stays Linear (no u, no gate)
+  RecurrentKind kind = RecurrentKind::Linear;
   bool gated = false;
   std::vector<std::size_t> off;            // start of tensor i in the flat arrays
   std::vector<int> rows, cols;             // tensor i's shape
@@ -58,6 +69,7 @@ struct GpuModel::Impl {
   };
   std::vector<Layer> L;
   DeviceBuffer X, xhatf, rstdf, HF, logits, dlogits, ce, correct, tokens, targets;
+  SoftmaxAttentionPlan plan;               // softmax: query chunking of the score workspace `work`
   DeviceBuffer dX, dH, dF, dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG, work, partials;
 
   float* p(int i) const { return P.get() + off[i]; }
@@ -99,7 +111,12 @@ struct GpuModel::Impl {
     dob = DeviceBuffer(n * hd); dqb = DeviceBuffer(n * hd); dkb = DeviceBuffer(n * hd); dvb = DeviceBuffer(n * hd); dub = DeviceBuffer(n * hd);
     dgb = DeviceBuffer(n * H); dQ = DeviceBuffer(n * hd); dK = DeviceBuffer(n * hd); dV = DeviceBuffer(n * hd); dU = DeviceBuffer(n * hd);
     dG = DeviceBuffer(n * H);
-    work = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
+    if (softmax) {
+      plan = softmax_attention_plan(B, cfg.heads, T);
+      work = DeviceBuffer(plan.workspace_floats);
+    } else {
+      work = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
+    }
   }
 
   RecurrentParams rparams() const {
@@ -117,7 +134,8 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   auto& m = *impl_;
   m.cfg = cfg;
   m.stream = stream;
-  m.kind = kind_of(cfg.mixer.mixer);
+  m.softmax = is_softmax(cfg.mixer.mixer);
+  if (!m.softmax) m.kind = kind_of(cfg.mixer.mixer);
   m.gated = m.kind == RecurrentKind::DeltaNet && cfg.mixer.deltanet_gated;
   std::size_t total = 0;
   for (const auto& t : p.t) {
@@ -236,7 +254,8 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
       check_launch(bthc_to_bhtc(y.G.get(), B, T, H, 1, y.gb.get(), m.stream), "permute g");
       x.g = y.gb.get();
     }
-    check_launch(recurrent_forward(m.kind, x, rp, m.stream), "recurrent_forward");
+    if (m.softmax) softmax_attention_forward(m.blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, m.plan, m.work.get());
+    else check_launch(recurrent_forward(m.kind, x, rp, m.stream), "recurrent_forward");
     check_launch(bhtc_to_bthc(y.ob.get(), B, T, H, dh, y.O.get(), m.stream), "permute o");
     m.linear_fwd(y.O.get(), N, hd, m.p(m.blk(l, WO)), m.p(m.blk(l, BO)), d, m.X.get(), 1.f);  // X += Y (residual)
     check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN2_G)), m.p(m.blk(l, LN2_B)), N, d, y.H2.get(), y.xhat2.get(), y.rstd2.get(), m.stream), "ln2");
@@ -286,7 +305,10 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
     if (m.kind == RecurrentKind::Vla) rg.du = m.dub.get();
     if (m.gated) rg.dg = m.dgb.get();
-    check_launch(recurrent_backward(m.kind, x, rg, rp, m.work.get(), m.stream), "recurrent_backward");
+    if (m.softmax)
+      softmax_attention_backward(m.blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, m.plan, m.work.get());
+    else
+      check_launch(recurrent_backward(m.kind, x, rg, rp, m.work.get(), m.stream), "recurrent_backward");
     check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), m.stream), "permute dq");
     check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), m.stream), "permute dk");
     check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), m.stream), "permute dv");

@@ -5,7 +5,8 @@
 //   targets (as core/train/trainer.cpp's batch_gradient).
 // Dense projections: cuBLAS SGEMM (plain fp32 math mode, no TF32). Mixers: the fused recurrent
 // forward/backward kernels of gpu/recurrent_{forward,backward}.hpp (vla, linear, deltanet; d_head in
-// {16, 32, 64}); softmax attention has no GPU path and is rejected naming the allowed mixers.
+// {16, 32, 64}) and softmax attention (gpu/softmax_attention.hpp, cuBLAS + fused row kernels; d_head in
+// {16, 32, 64, 128}); any other mixer is rejected naming the allowed ones.
 // Parameters and gradients live in one flat device array each, tensor by tensor in the order of
 // core/model/params.hpp's list, each tensor row-major (Eigen's host copies are column-major).
 #include "core/model/params.hpp"

@@ -56,8 +56,13 @@ double rel_err(const vla::Mat<float>& x, const vla::Mat<double>& ref) {
 // Bad configurations are rejected before any device work (no GPU needed, so CI runs this): a wrong
 // message or no exception would let `vla train-gpu` crash or silently train another model.
 TEST_CASE("GPU training rejects configurations it has no kernel for, naming the parameter", "[gpu-train]") {
-  auto c = small_model("softmax");
-  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet"));
+  auto c = small_model("vla-v2");  // a CPU mixer without a GPU path
+  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet, softmax"));
+  c = small_model("softmax");
+  CHECK_NOTHROW(vla::gpu::train::validate_gpu_config(c));
+  c.d_head = 48;  // softmax runs on cuBLAS, but only the tested head widths are accepted
+  c.d_model = 96;
+  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--d-head"));
   c = small_model("vla");
   c.d_head = 128;
   c.d_model = 128;
@@ -74,10 +79,11 @@ TEST_CASE("GPU training rejects configurations it has no kernel for, naming the 
 // the GPU must stay within 10x of it (order-to-order variation of a random-walk rounding error is a
 // small factor), with a floor of 64 u for tensors the CPU float happens to get almost exactly.
 // A wrong layer, transposed weight or missing term gives an O(1) relative error and fails by orders
-// of magnitude.
+// of magnitude. Softmax attention (cuBLAS products + row kernels instead of a recurrence) is held to
+// the same bound: it too differs from the CPU float path only in summation order.
 TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter gradient)", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
-  for (const std::string mixer : {"vla", "linear", "deltanet"}) {
+  for (const std::string mixer : {"vla", "linear", "deltanet", "softmax"}) {
     const ModelConfig c = small_model(mixer);
     const Params<float> p = vla::model::init_params<float>(c, 7);
     const auto batch = vla::train::make_batch(mqar(4), 8, vla::train::batch_seed(3, 0));  // (8, 13)
@@ -115,7 +121,7 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
 // broken GPU update rule, schedule or clip would leave it tens of percent off).
 TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
-  for (const std::string mixer : {"vla", "deltanet"}) {
+  for (const std::string mixer : {"vla", "deltanet", "softmax"}) {
     vla::train::TrainConfig tc;
     tc.model = small_model(mixer);
     tc.task = mqar(4);
