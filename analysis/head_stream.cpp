@@ -1,10 +1,8 @@
 #include "analysis/head_stream.hpp"
 
-#include "core/layers/mixer_layer.hpp"
+#include "analysis/random_protocol.hpp"
 
 #include <fmt/format.h>
-
-#include <random>
 
 namespace vla::analysis {
 
@@ -16,13 +14,8 @@ void HeadStream::validate() const {
 HeadStream random_head_stream(int d_head, int T, std::uint64_t seed, int rank) {
   HeadStream s{d_head, T, rank, {}, {}, {}, {}, {}};
   s.validate();
-  const LayerShape shape{d_head, d_head, 1, rank};
-  const auto w = random_weights<double>(shape, Needs{.penalty = true, .gate = true}, seed);
-  std::mt19937_64 gen(seed + 1);  // the same x_t as studies/fig4 (row t of a (T, d) draw)
-  std::normal_distribution<double> n(0.0, 1.0);
-  Mat<double> X(d_head, T);  // (d_model, T)
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < d_head; ++i) X(i, t) = n(gen);
+  const auto w = protocol_weights<double>(d_head, seed, rank);
+  const Mat<double> X = protocol_inputs(T, d_head, seed).transpose();  // (d_model, T)
   s.q = w.Wq * X;
   s.k = w.Wk * X;
   s.v = w.Wv * X;

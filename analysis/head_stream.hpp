@@ -3,10 +3,8 @@
 // same numbers (each rounded once to its storage type): differences between precisions then come
 // from the recurrence alone, not from the projections.
 //
-// random_head_stream is the Sec. 6.2 / Fig. 4 random-input protocol of studies/fig4 (the paper does
-// not state its distribution): single head, d_model = d_head, weights N(0, 1/fan_in) from
-// core/layers/mixer_layer.hpp random_weights(seed), inputs x_t ~ N(0, I) i.i.d. from seed + 1, zero
-// biases; q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x.
+// random_head_stream is the Sec. 6.2 / Fig. 4 random-input protocol (analysis/random_protocol.hpp)
+// projected in double: q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x.
 #include "core/rules/memory_rule.hpp"
 
 #include <cstdint>

@@ -11,14 +11,6 @@
 
 namespace vla::analysis {
 
-void NormConfig::validate() const {
-  if (T < 1) throw std::invalid_argument(fmt::format("--T: must be >= 1, got {}", T));
-  if (d_head < 1) throw std::invalid_argument(fmt::format("--d-head: must be >= 1, got {}", d_head));
-  if (seeds.empty()) throw std::invalid_argument("--seeds: at least one seed is needed");
-  if (mixers.empty()) throw std::invalid_argument("--mixers: at least one mixer is needed");
-  base.penalty.validate();
-}
-
 double NormResult::mean_at(const std::string& mixer, int t, char field) const {
   double sum = 0;
   int n = 0;

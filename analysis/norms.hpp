@@ -2,7 +2,7 @@
 // Analysis 2: ||S_t||_F (every rule) and ||A_t||_F (VLA) along the Sec. 6.2 random-input protocol,
 // with Proposition 1's bound (eq. 13) ||S_t||_F <= ||S_0||_F + sum_{s<=t} ||e_s|| checked at every t
 // (S_0 = 0; e_norm from StepStats). Double precision.
-#include "core/rules/registry.hpp"
+#include "analysis/random_protocol.hpp"
 
 #include <filesystem>
 #include <string>
@@ -10,14 +10,8 @@
 
 namespace vla::analysis {
 
-struct NormConfig {
-  int T = 1000;
-  int d_head = 32;
-  std::vector<std::uint64_t> seeds{42, 123, 999};
-  std::vector<std::string> mixers{"linear", "deltanet", "vla"};
-  MixerConfig base;
-  void validate() const;
-};
+// The Sec. 6.2 protocol's settings (analysis/random_protocol.hpp), run in double.
+struct NormConfig : RandomProtocol {};
 
 struct NormSeries {
   std::string mixer;

@@ -22,15 +22,15 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)")->delimiter(',')->capture_default_str();
       app.add_option("--precision", c.precision, "float|double|half|bfloat16|mp50|mp100|half+float|bfloat16+float")->capture_default_str();
       app.add_option("--mixers", c.mixers, "mixers to track")->delimiter(',')->capture_default_str();
-      app.add_option("--lambda0", c.mixer.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
-      app.add_option("--eps", c.mixer.penalty.eps, "denominator floor (all mixers)")->capture_default_str();
-      app.add_option("--refresh-period", c.mixer.penalty.refresh_period, "VLA: refresh every K steps (0 = off)")->capture_default_str();
-      app.add_option("--refresh", c.mixer.penalty.refresh_eta, "VLA: refresh magnitude eta (A += eta I)")->capture_default_str();
+      app.add_option("--lambda0", c.base.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
+      app.add_option("--eps", c.base.penalty.eps, "denominator floor (all mixers)")->capture_default_str();
+      app.add_option("--refresh-period", c.base.penalty.refresh_period, "VLA: refresh every K steps (0 = off)")->capture_default_str();
+      app.add_option("--refresh", c.base.penalty.refresh_eta, "VLA: refresh magnitude eta (A += eta I)")->capture_default_str();
       app.add_option("--delta-policy", a->delta_policy, "VLA: clamp (Alg. 1) | skip (spec 001)")->capture_default_str();
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();
       app.final_callback([a] {
-        if (a->delta_policy == "clamp") a->cfg.mixer.penalty.policy = vla::DeltaPolicy::Clamp;
-        else if (a->delta_policy == "skip") a->cfg.mixer.penalty.policy = vla::DeltaPolicy::SkipAddEps;
+        if (a->delta_policy == "clamp") a->cfg.base.penalty.policy = vla::DeltaPolicy::Clamp;
+        else if (a->delta_policy == "skip") a->cfg.base.penalty.policy = vla::DeltaPolicy::SkipAddEps;
         else throw std::invalid_argument(fmt::format("--delta-policy: '{}' (allowed: clamp, skip)", a->delta_policy));
         const auto r = vla::studies::run_stability(a->cfg);
         fmt::print("{}", vla::studies::write_stability(r, a->out));

@@ -7,51 +7,27 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
-#include <set>
 
 namespace vla::studies {
 
-void StabilityConfig::validate() const {
-  if (T < 1) throw std::invalid_argument(fmt::format("--T: must be >= 1, got {}", T));
-  if (d_head < 1) throw std::invalid_argument(fmt::format("--d-head: must be >= 1, got {}", d_head));
-  if (seeds.empty()) throw std::invalid_argument("--seeds: at least one seed is needed");
-  if (mixers.empty()) throw std::invalid_argument("--mixers: at least one mixer is needed");
-  mixer.penalty.validate();
-  std::set<std::string> seen;
-  for (const auto& m : mixers) {
-    if (m == "softmax") throw std::invalid_argument("--mixers: softmax has no fixed-size state to track");
-    if (!seen.insert(m).second) throw std::invalid_argument(fmt::format("--mixers: '{}' given twice", m));
-  }
-}
-
 namespace {
-
-Mat<double> gaussian_inputs(int T, int d, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::normal_distribution<double> n(0.0, 1.0);
-  Mat<double> X(T, d);
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < d; ++i) X(t, i) = n(gen);
-  return X;
-}
 
 template <class P>
 std::vector<StepStats> trajectory(const StabilityConfig& cfg, const std::string& mixer, std::uint64_t seed) {
   using S = typename P::storage_t;
-  MixerConfig mc = cfg.mixer;
+  MixerConfig mc = cfg.base;
   mc.mixer = mixer;
   return with_rule<P>(mc, [&](auto rule) {
     using Rule = decltype(rule);
     const LayerShape shape{cfg.d_head, cfg.d_head, 1, mc.penalty.rank};
     // Same q/k/v weights for every mixer: draw every projection any rule needs, then keep the ones
     // this rule uses.
-    auto w = random_weights<S>(shape, Needs{.penalty = true, .gate = true}, seed);
+    auto w = analysis::protocol_weights<S>(cfg.d_head, seed, mc.penalty.rank);
     if (!Rule::needs.penalty) w.Wu.resize(0, 0);
     if (!Rule::needs.gate) w.Wg.resize(0, 0);
     MixerLayer<Rule> layer(shape, rule, w);
     LayerTrace trace;
-    layer.forward({cast_matrix<S>(gaussian_inputs(cfg.T, cfg.d_head, seed + 1))}, &trace);
+    layer.forward({cast_matrix<S>(analysis::protocol_inputs(cfg.T, cfg.d_head, seed))}, &trace);
     return trace.stats;  // B = H = 1: one entry per step
   });
 }
@@ -78,8 +54,8 @@ std::string summarise_stability(const StabilityResult& r) {
   std::string s = fmt::format(
       "Fig. 4 stability study: d_head = {}, T = {}, seeds {}, precision {}, lambda0 = {}, eps = {}, "
       "refresh every {} (+{} I), inputs x_t ~ N(0, I), weights N(0, 1/fan_in)\n",
-      c.d_head, c.T, fmt::join(c.seeds, ","), c.precision, c.mixer.penalty.lambda0, c.mixer.penalty.eps,
-      c.mixer.penalty.refresh_period, c.mixer.penalty.refresh_eta);
+      c.d_head, c.T, fmt::join(c.seeds, ","), c.precision, c.base.penalty.lambda0, c.base.penalty.eps,
+      c.base.penalty.refresh_period, c.base.penalty.refresh_eta);
   std::vector<int> marks;
   for (int t : {1, 10, 100, 1000, 10000, 100000})
     if (t <= c.T) marks.push_back(t);

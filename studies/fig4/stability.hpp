@@ -1,12 +1,8 @@
 #pragma once
 // Fig. 4 / Sec. 6.2 of the paper: ||S_t||_F for linear attention, DeltaNet and VLA, and ||A_t||_F for
-// VLA, over T random inputs, at inference with random (untrained) weights.
-//
-// Protocol (the paper does not state its input distribution; this is ours, docs/studies.md):
-//   single head, d_model = d_head (default 32, the paper's d_h); weights W ~ N(0, 1/fan_in) drawn
-//   from the seed (core/layers/mixer_layer.hpp random_weights); inputs x_t ~ N(0, I) i.i.d. from
-//   seed + 1; the three mixers see the same inputs and the same W_q, W_k, W_v.
-#include "core/rules/registry.hpp"
+// VLA, over T random inputs, at inference with random (untrained) weights, in any precision.
+// Protocol: analysis/random_protocol.hpp, the same as the ledger's norm analysis (analysis/norms.hpp).
+#include "analysis/random_protocol.hpp"
 
 #include <filesystem>
 #include <string>
@@ -14,14 +10,8 @@
 
 namespace vla::studies {
 
-struct StabilityConfig {
-  int T = 1000;
-  int d_head = 32;
-  std::vector<std::uint64_t> seeds{42, 123, 999};
+struct StabilityConfig : analysis::RandomProtocol {
   std::string precision = "double";
-  MixerConfig mixer;  // lambda0, eps, refresh, delta policy for VLA; eps for all
-  std::vector<std::string> mixers{"linear", "deltanet", "vla"};
-  void validate() const;
 };
 
 // trajectories[m][s][t]: stats of mixer m, seed s, step t (1-based t stored at index t-1).

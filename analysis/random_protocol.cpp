@@ -1,0 +1,33 @@
+#include "analysis/random_protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <random>
+#include <set>
+#include <stdexcept>
+
+namespace vla::analysis {
+
+void RandomProtocol::validate() const {
+  if (T < 1) throw std::invalid_argument(fmt::format("--T: must be >= 1, got {}", T));
+  if (d_head < 1) throw std::invalid_argument(fmt::format("--d-head: must be >= 1, got {}", d_head));
+  if (seeds.empty()) throw std::invalid_argument("--seeds: at least one seed is needed");
+  if (mixers.empty()) throw std::invalid_argument("--mixers: at least one mixer is needed");
+  base.penalty.validate();
+  std::set<std::string> seen;
+  for (const auto& m : mixers) {
+    if (m == "softmax") throw std::invalid_argument("--mixers: softmax has no fixed-size state to track");
+    if (!seen.insert(m).second) throw std::invalid_argument(fmt::format("--mixers: '{}' given twice", m));
+  }
+}
+
+Mat<double> protocol_inputs(int T, int d_head, std::uint64_t seed) {
+  std::mt19937_64 gen(seed + 1);
+  std::normal_distribution<double> n(0.0, 1.0);
+  Mat<double> X(T, d_head);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < d_head; ++i) X(t, i) = n(gen);
+  return X;
+}
+
+}  // namespace vla::analysis
