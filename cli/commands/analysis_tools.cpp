@@ -4,16 +4,11 @@
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
 #include "cli/command.hpp"
+#include "cli/penalty_options.hpp"
 
 #include <fmt/format.h>
 
 namespace {
-
-void vla_options(CLI::App& app, vla::MixerConfig& m) {
-  app.add_option("--lambda0", m.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
-  app.add_option("--eps", m.penalty.eps, "denominator floor (all mixers)")->capture_default_str();
-  app.add_option("--refresh-period", m.penalty.refresh_period, "VLA: refresh every K steps (0 = off)")->capture_default_str();
-}
 
 const vla::cli::RegisterCommand jac{
     "jacobian", "per-step Jacobian spectral norm three ways, product norm over T, Lyapunov exponent (Table 2)",
@@ -26,7 +21,7 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
-      vla_options(app, c->base);
+      vla::cli::add_penalty_options(app, c->base.penalty);
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_jacobian(*c, vla::analysis::run_jacobian(*c), *out)); });
     }};
@@ -44,7 +39,7 @@ const vla::cli::RegisterCommand rec{
       app.add_option("--precisions", c->precisions, "double, mp50")->delimiter(',')->capture_default_str();
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      vla_options(app, c->base);
+      vla::cli::add_penalty_options(app, c->base.penalty);
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
     }};
@@ -61,7 +56,7 @@ const vla::cli::RegisterCommand atlas{
       app.add_option("--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions))->delimiter(',')->capture_default_str();
       app.add_option("--policies", c->policies, "clamp, skip, no-refresh, renorm")->delimiter(',')->capture_default_str();
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
-      vla_options(app, c->base);
+      vla::cli::add_penalty_options(app, c->base.penalty);
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_atlas(*c, vla::analysis::run_atlas(*c), *out)); });
     }};

@@ -1,5 +1,6 @@
 // `vla stability`: the Fig. 4 study (||S_t||_F and ||A_t||_F over T random inputs).
 #include "cli/command.hpp"
+#include "cli/penalty_options.hpp"
 #include "studies/fig4/stability.hpp"
 
 #include <fmt/format.h>
@@ -22,9 +23,7 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)")->delimiter(',')->capture_default_str();
       app.add_option("--precision", c.precision, "float|double|half|bfloat16|mp50|mp100|half+float|bfloat16+float")->capture_default_str();
       app.add_option("--mixers", c.mixers, "mixers to track")->delimiter(',')->capture_default_str();
-      app.add_option("--lambda0", c.base.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
-      app.add_option("--eps", c.base.penalty.eps, "denominator floor (all mixers)")->capture_default_str();
-      app.add_option("--refresh-period", c.base.penalty.refresh_period, "VLA: refresh every K steps (0 = off)")->capture_default_str();
+      vla::cli::add_penalty_options(app, c.base.penalty);
       app.add_option("--refresh", c.base.penalty.refresh_eta, "VLA: refresh magnitude eta (A += eta I)")->capture_default_str();
       app.add_option("--delta-policy", a->delta_policy, "VLA: clamp (Alg. 1) | skip (spec 001)")->capture_default_str();
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();
