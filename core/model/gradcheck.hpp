@@ -1,6 +1,8 @@
 #pragma once
-// Whole-model gradient check: the hand-written backward (transformer.hpp) against central finite
-// differences, (L(theta + h e_i) - L(theta - h e_i)) / 2h for EVERY scalar parameter, on a tiny model.
+// Gradient checks: the hand-written backward against central finite differences,
+// (L(theta + h e_i) - L(theta - h e_i)) / 2h for EVERY scalar of a tensor. check_tensor checks one
+// tensor of any scalar function (the per-layer checks, tests/train/layer_gradcheck_test.cpp, use it
+// directly); gradcheck() applies it to every parameter of the whole model (transformer.hpp), tiny.
 //
 // Error model. For a p-bit format with unit roundoff u, the central difference with step h has
 // truncation error ~ h^2 |L'''| / 6 and rounding error ~ u |L| / h; h = u^(1/3) * max(1, |theta_i|)
@@ -79,9 +81,56 @@ template <class T> double problem_loss(const GradcheckProblem& pr, const Params<
   return loss;
 }
 
-template <class T> std::vector<TensorCheck> gradcheck(const GradcheckProblem& pr, std::uint64_t seed, double bound_factor = 10.0) {
+// The check of ONE tensor, shared by the whole-model check below and the per-layer checks
+// (tests/train/layer_gradcheck_test.cpp): central differences at h and 2h for every component of x
+// against g_bw, and the norm-wise relative error and measured bound described at the top of this file.
+// x is the tensor the loss reads; it is perturbed in place, one component at a time, and restored
+// exactly. loss() returns the scalar loss in T at the current x. loss_mag sets the rounding error of one
+// loss evaluation, u max(1, loss_mag): |L| for a mean cross-entropy, sum |terms| for a sum of terms of
+// either sign (whose value can cancel to far below its rounding error).
+template <class T, class Loss>
+TensorCheck check_tensor(std::string name, Mat<T>& x, const Mat<T>& g_bw, const Loss& loss, double loss_mag,
+                         double bound_factor = 10.0) {
   using std::abs;
   using std::cbrt;
+  using std::sqrt;
+  const T u = T(unit_roundoff<T>());
+  const T h0 = T(cbrt(u));
+  T num = T(0), den_fd = T(0), den_bw = T(0), trunc = T(0), round = T(0);
+  for (Eigen::Index j = 0; j < x.size(); ++j) {
+    const T x0 = x(j);
+    const T h = h0 * (abs(x0) > T(1) ? T(abs(x0)) : T(1));
+    auto fd_at = [&](const T& step) {
+      x(j) = x0 + step;
+      const T lp = loss();
+      x(j) = x0 - step;
+      const T lm = loss();
+      x(j) = x0;
+      return T((lp - lm) / (T(2) * step));
+    };
+    const T fd = fd_at(h), fd2 = fd_at(T(2) * h);
+    const T bw = g_bw(j);
+    num += (fd - bw) * (fd - bw);
+    den_fd += fd * fd;
+    den_bw += bw * bw;
+    trunc += (fd2 - fd) * (fd2 - fd) / T(9);
+    const T r = u * T(std::max(1.0, loss_mag)) / h;
+    round += r * r;
+  }
+  TensorCheck c;
+  c.name = std::move(name);
+  c.size = std::size_t(x.size());
+  const double den = std::max(to_double(T(sqrt(den_fd))), to_double(T(sqrt(den_bw))));
+  c.grad_norm = to_double(T(sqrt(den_bw)));
+  // Gradients with norm below kGradFloor are compared absolutely (a tensor whose exact gradient is 0,
+  // e.g. the softmax key bias, which shifts all logits of a query equally, has only rounding noise).
+  const double kGradFloor = 1e-3;
+  c.rel_err = to_double(T(sqrt(num))) / std::max(den, kGradFloor);
+  c.bound = bound_factor * (to_double(T(sqrt(trunc))) + to_double(T(sqrt(round)))) / std::max(den, kGradFloor);
+  return c;
+}
+
+template <class T> std::vector<TensorCheck> gradcheck(const GradcheckProblem& pr, std::uint64_t seed, double bound_factor = 10.0) {
   Params<T> p = check_params<T>(pr.cfg, seed);
   Params<T> g = p.zeros_like();
   // the loss in T (summed in T, not through double, so mp50 keeps its digits)
@@ -93,44 +142,11 @@ template <class T> std::vector<TensorCheck> gradcheck(const GradcheckProblem& pr
     return s / T(12);
   };
   const double L0 = problem_loss<T>(pr, p, &g);
-  const T u = T(unit_roundoff<T>());
-  const T h0 = T(cbrt(u));
+  Params<T> q = p;  // perturbed one component at a time by check_tensor, always restored
   std::vector<TensorCheck> out;
   for (std::size_t i = 0; i < p.t.size(); ++i) {
     if (p.t[i].size() == 0) continue;
-    T num = T(0), den_fd = T(0), den_bw = T(0), trunc = T(0), round = T(0);
-    for (Eigen::Index j = 0; j < p.t[i].size(); ++j) {
-      const T x = p.t[i](j);
-      const T h = h0 * (abs(x) > T(1) ? T(abs(x)) : T(1));
-      Params<T> q = p;
-      auto fd_at = [&](const T& step) {
-        q.t[i](j) = x + step;
-        const T lp = loss_T(q);
-        q.t[i](j) = x - step;
-        const T lm = loss_T(q);
-        return T((lp - lm) / (T(2) * step));
-      };
-      const T fd = fd_at(h), fd2 = fd_at(T(2) * h);
-      const T bw = g.t[i](j);
-      num += (fd - bw) * (fd - bw);
-      den_fd += fd * fd;
-      den_bw += bw * bw;
-      trunc += (fd2 - fd) * (fd2 - fd) / T(9);
-      const T r = u * T(std::max(1.0, std::abs(L0))) / h;
-      round += r * r;
-    }
-    using std::sqrt;
-    TensorCheck c;
-    c.name = p.names[i];
-    c.size = std::size_t(p.t[i].size());
-    const double den = std::max(to_double(T(sqrt(den_fd))), to_double(T(sqrt(den_bw))));
-    c.grad_norm = to_double(T(sqrt(den_bw)));
-    // Gradients with norm below kGradFloor are compared absolutely (a tensor whose exact gradient is 0,
-    // e.g. the softmax key bias, which shifts all logits of a query equally, has only rounding noise).
-    const double kGradFloor = 1e-3;
-    c.rel_err = to_double(T(sqrt(num))) / std::max(den, kGradFloor);
-    c.bound = bound_factor * (to_double(T(sqrt(trunc))) + to_double(T(sqrt(round)))) / std::max(den, kGradFloor);
-    out.push_back(c);
+    out.push_back(check_tensor<T>(p.names[i], q.t[i], g.t[i], [&] { return loss_T(q); }, std::abs(L0), bound_factor));
   }
   return out;
 }
