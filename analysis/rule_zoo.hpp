@@ -16,7 +16,7 @@ inline constexpr std::string_view kAnalysisRuleNames =
 // Calls f(rule) (f returns void). Softmax is refused: it has no fixed-size memory S to analyse.
 template <class P, class F> void with_analysis_rule(const std::string& name, const MixerConfig& base, F&& f) {
   MixerConfig cfg = base;
-  typename MemoryMatrixManager<Precision<double>>::Options mem{cfg.renormalise_S, cfg.renorm_threshold};
+  const MemoryOptions mem{cfg.renormalise_S, cfg.renorm_threshold};
   if (name == "rls-classical" || name == "vla-key") {
     VlaOptions o = VlaOptions::preset(name == "rls-classical" ? "vla-rls" : "vla");
     o.penalty = cfg.penalty;
@@ -27,7 +27,7 @@ template <class P, class F> void with_analysis_rule(const std::string& name, con
     return;
   }
   if (name == "linear-normalised") {
-    f(LinearAttentionRule<P>(LinearAttentionOptions{cfg.penalty.eps, true, mem}));
+    f(LinearAttentionRule<P>(LinearAttentionOptions{{cfg.penalty.eps, mem}, true}));
     return;
   }
   if (name == "softmax")

@@ -5,20 +5,12 @@
 // the read of eq. (11), so that DeltaNet and VLA differ only in how they write. beta_t is produced by
 // the layer's gate projection (one scalar per head and token, a learned linear function of x_t);
 // gated = false fixes beta_t = 1 (the "residual correction alone" of Sec. 7.3).
-#include "core/memory_matrix_manager.hpp"
-#include "core/rules/memory_rule.hpp"
+#include "core/rules/normalised_memory.hpp"
 
 namespace vla {
 
-struct DeltaNetOptions {
-  double eps = 1e-4;
+struct DeltaNetOptions : FastWeightOptions {
   bool gated = true;
-  typename MemoryMatrixManager<Precision<double>>::Options memory;
-  void validate() const {
-    if (!(eps > 0.0) || !std::isfinite(eps))
-      throw std::invalid_argument(fmt::format("eps: must be a finite number > 0, got {}", eps));
-    memory.validate();
-  }
 };
 
 template <class P> class DeltaNetRule {
@@ -29,18 +21,12 @@ template <class P> class DeltaNetRule {
   static constexpr std::string_view name = "deltanet";
   static constexpr Needs needs{.penalty = false, .gate = true};
 
-  struct State {
-    MemoryMatrixManager<P> memory;   // S: (B, d, d)
-    std::vector<Vec<storage_t>> z;   // (B, d)
-  };
+  using State = NormalisedMemory<P>;
 
   DeltaNetRule() = default;
   explicit DeltaNetRule(Options opt) : opt_(opt) { opt_.validate(); }
 
-  State init(int batch, int d) const {
-    typename MemoryMatrixManager<P>::Options mem{opt_.memory.renormalise, opt_.memory.renorm_threshold};
-    return State{MemoryMatrixManager<P>(batch, d, d, mem), std::vector<Vec<storage_t>>(batch, Vec<storage_t>::Zero(d))};
-  }
+  State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
@@ -54,10 +40,7 @@ template <class P> class DeltaNetRule {
       const Vec<C> k_hat = unit(k_feat);
       const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(b))) : C(1);
       const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);
-      st.z[b] = cast_vector<storage_t>(Vec<C>(cast_vector<C>(st.z[b]) + k_feat));
-      const Vec<C> q_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.q.col(b))));
-      out.col(b) = cast_vector<storage_t>(
-          normalised_read(cast_matrix<C>(st.memory.S(b)), q_feat, cast_vector<C>(st.z[b]), eps));
+      out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
       if (rec) {
         StepStats s;
         s.S_fro = st.memory.frobenius_norm(b);

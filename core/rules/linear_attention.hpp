@@ -4,20 +4,12 @@
 // S is stored as (d_v, d_k) so that S k reads a value, the orientation of every rule here (the paper
 // writes eq. 3 transposed). The eps floor is eq. (11)'s, shared by every rule of the family.
 // normalise_key writes v_t k_hat_t^T instead (the "normalised linear attention" of Remark 1).
-#include "core/memory_matrix_manager.hpp"
-#include "core/rules/memory_rule.hpp"
+#include "core/rules/normalised_memory.hpp"
 
 namespace vla {
 
-struct LinearAttentionOptions {
-  double eps = 1e-4;
+struct LinearAttentionOptions : FastWeightOptions {
   bool normalise_key = false;
-  typename MemoryMatrixManager<Precision<double>>::Options memory;
-  void validate() const {
-    if (!(eps > 0.0) || !std::isfinite(eps))
-      throw std::invalid_argument(fmt::format("eps: must be a finite number > 0, got {}", eps));
-    memory.validate();
-  }
 };
 
 template <class P> class LinearAttentionRule {
@@ -28,18 +20,12 @@ template <class P> class LinearAttentionRule {
   static constexpr std::string_view name = "linear";
   static constexpr Needs needs{};
 
-  struct State {
-    MemoryMatrixManager<P> memory;   // S: (B, d, d)
-    std::vector<Vec<storage_t>> z;   // (B, d)
-  };
+  using State = NormalisedMemory<P>;
 
   LinearAttentionRule() = default;
   explicit LinearAttentionRule(Options opt) : opt_(opt) { opt_.validate(); }
 
-  State init(int batch, int d) const {
-    typename MemoryMatrixManager<P>::Options mem{opt_.memory.renormalise, opt_.memory.renorm_threshold};
-    return State{MemoryMatrixManager<P>(batch, d, d, mem), std::vector<Vec<storage_t>>(batch, Vec<storage_t>::Zero(d))};
-  }
+  State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
@@ -52,10 +38,7 @@ template <class P> class LinearAttentionRule {
       const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
       const Vec<C> w = opt_.normalise_key ? unit(k_feat) : k_feat;
       const auto wr = st.memory.additive_write(b, w, cast_vector<C>(Vec<storage_t>(in.v.col(b))));
-      st.z[b] = cast_vector<storage_t>(Vec<C>(cast_vector<C>(st.z[b]) + k_feat));
-      const Vec<C> q_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.q.col(b))));
-      out.col(b) = cast_vector<storage_t>(
-          normalised_read(cast_matrix<C>(st.memory.S(b)), q_feat, cast_vector<C>(st.z[b]), eps));
+      out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
       if (rec) {
         StepStats s;
         s.S_fro = st.memory.frobenius_norm(b);

@@ -28,15 +28,15 @@ struct MixerConfig {
 
 // Calls f(rule) with the rule object for cfg.mixer in precision P.
 template <class P, class F> decltype(auto) with_rule(const MixerConfig& cfg, F&& f) {
-  typename MemoryMatrixManager<Precision<double>>::Options mem{cfg.renormalise_S, cfg.renorm_threshold};
+  const MemoryOptions mem{cfg.renormalise_S, cfg.renorm_threshold};
   if (cfg.is_vla()) {
     VlaOptions o = VlaOptions::preset(cfg.mixer);
     o.penalty = cfg.penalty;
     o.memory = mem;
     return f(VlaRule<P>(o));
   }
-  if (cfg.mixer == "linear") return f(LinearAttentionRule<P>(LinearAttentionOptions{cfg.penalty.eps, false, mem}));
-  if (cfg.mixer == "deltanet") return f(DeltaNetRule<P>(DeltaNetOptions{cfg.penalty.eps, cfg.deltanet_gated, mem}));
+  if (cfg.mixer == "linear") return f(LinearAttentionRule<P>(LinearAttentionOptions{{cfg.penalty.eps, mem}, false}));
+  if (cfg.mixer == "deltanet") return f(DeltaNetRule<P>(DeltaNetOptions{{cfg.penalty.eps, mem}, cfg.deltanet_gated}));
   if (cfg.mixer == "softmax") return f(SoftmaxRule<P>());
   throw std::invalid_argument(fmt::format("--mixer: unknown mixer '{}' (allowed: {})", cfg.mixer, kMixerNames));
 }

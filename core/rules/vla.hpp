@@ -18,8 +18,7 @@
 //   "vla-no-knorm" no key normalisation, alpha still unit (Table 4).
 //   rank r         penalty.rank = r: W_u gives r directions, each normalised as line 10 (Woodbury).
 #include "core/inverse_penalty_tracker.hpp"
-#include "core/memory_matrix_manager.hpp"
-#include "core/rules/memory_rule.hpp"
+#include "core/rules/normalised_memory.hpp"
 
 #include <cmath>
 #include <string>
@@ -44,7 +43,7 @@ struct VlaOptions {
   PenaltySource penalty_source = PenaltySource::Projection;
   // u = unit(.) * penalty_scale; NaN means Alg. 1's 1/sqrt(d_h).
   double penalty_scale = std::numeric_limits<double>::quiet_NaN();
-  typename MemoryMatrixManager<Precision<double>>::Options memory;
+  MemoryOptions memory;
 
   void validate() const {
     penalty.validate();
@@ -74,10 +73,8 @@ template <class P> class VlaRule {
   static constexpr std::string_view name = "vla";
   static constexpr Needs needs{.penalty = true, .gate = false};
 
-  struct State {
-    InversePenaltyTracker<P> tracker;  // A: (B, d, d)
-    MemoryMatrixManager<P> memory;     // S: (B, d, d)
-    std::vector<Vec<storage_t>> z;     // (B, d) running sum of phi(k_s)
+  struct State : NormalisedMemory<P> {  // S and z, plus:
+    InversePenaltyTracker<P> tracker;    // A: (B, d, d)
   };
 
   VlaRule() = default;
@@ -85,9 +82,7 @@ template <class P> class VlaRule {
   const Options& options() const { return opt_; }
 
   State init(int batch, int d) const {
-    typename MemoryMatrixManager<P>::Options mem{opt_.memory.renormalise, opt_.memory.renorm_threshold};
-    return State{InversePenaltyTracker<P>(batch, d, opt_.penalty), MemoryMatrixManager<P>(batch, d, d, mem),
-                 std::vector<Vec<storage_t>>(batch, Vec<storage_t>::Zero(d))};
+    return State{NormalisedMemory<P>(batch, d, opt_.memory), InversePenaltyTracker<P>(batch, d, opt_.penalty)};
   }
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
@@ -129,11 +124,7 @@ template <class P> class VlaRule {
       }
       const auto w = st.memory.residual_write(b, k_hat, alpha, cast_vector<C>(Vec<storage_t>(in.v.col(b))));  // 21-22
 
-      Vec<C> z = cast_vector<C>(st.z[b]) + k_feat;                           // line 25
-      st.z[b] = cast_vector<storage_t>(z);
-      const Vec<C> q_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.q.col(b))));  // line 24
-      out.col(b) = cast_vector<storage_t>(
-          normalised_read(cast_matrix<C>(st.memory.S(b)), q_feat, cast_vector<C>(st.z[b]), eps));  // 26
+      out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);  // 24-26
 
       if (rec) {
         rec->stats[b] = StepStats{st.memory.frobenius_norm(b), st.tracker.frobenius_norm(b), upd.delta,
