@@ -6,7 +6,8 @@
 # Logs go to $OUT (default /tmp/vla-device-out). Where the machine lacks the Debian dev packages the
 # build needs, it uses .device-carry/debs/*.deb (fetched beforehand with `apt-get download`, see
 # docs/gpu.md), unpacked into a private prefix, never into /.
-# usage: bash gpu/device-check.sh            exit status: non-zero if a build, test or sanitizer step failed
+# usage: [BENCH_REPS=n] bash gpu/device-check.sh    exit status: non-zero if a build, test or sanitizer step failed
+#        BENCH_REPS: timed repetitions per bench point (default 10; 3 keeps the whole script under ~10 min)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source gpu/device-env.sh
@@ -36,7 +37,7 @@ cmake --build "$BUILD" -j "$(nproc)" --target vla >> "$OUT/build.log" 2>&1 || { 
 for shape in "8 4 32" "4 16 64"; do
   set -- $shape
   csv="$OUT/bench-$1-$2-$3.csv"
-  "$BUILD/bin/vla" bench attention --device cuda --T 1024,4096,16384,65536 --batch $1 --heads $2 --d-head $3 --csv "$csv" \
+  "$BUILD/bin/vla" bench attention --device cuda --T 1024,4096,16384,65536 --batch $1 --heads $2 --d-head $3 --reps "${BENCH_REPS:-10}" --csv "$csv" \
     2>&1 | tee -a "$OUT/bench.log" || status=1
   PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$csv" 2>&1 | tee -a "$OUT/bench.log" || status=1
 done
