@@ -122,7 +122,7 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
 // difference grows; early steps stay within 1e-3 relative, and at the end the two runs must reach
 // the same loss level: the mean of the last 20 losses within 3% (both runs are still descending; a
 // broken GPU update rule, schedule or clip would leave it tens of percent off).
-TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu]") {
+TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "deltanet", "softmax"}) {
     vla::train::TrainConfig tc;
@@ -159,7 +159,7 @@ TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu]") 
 // Runs sharing one GPU (train_gpu_many: one thread and stream per run) compute exactly what each
 // computes alone: every kernel is deterministic (no atomics), each run has its own buffers and cuBLAS
 // handle. A difference in any bit means runs interfere (a shared buffer, a missing stream ordering).
-TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu]") {
+TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   std::vector<vla::train::TrainConfig> cfgs;
   for (const std::string mixer : {"vla", "deltanet", "linear", "vla"}) {
