@@ -39,6 +39,29 @@ struct BenchArgs {
 };
 
 #ifdef VLA_HAVE_CUDA
+// Median milliseconds of `launch` (which enqueues work on the legacy default stream), timed with CUDA
+// events over 2 warm-ups (module load, clocks; discarded) and `reps` timed runs. Every call checked.
+template <class Launch> double median_event_ms(int reps, Launch&& launch) {
+  using vla::gpu::check;
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "cudaEventCreate");
+  check(cudaEventCreate(&e1), "cudaEventCreate");
+  std::vector<double> ms;
+  for (int r = 0; r < 2 + reps; ++r) {
+    check(cudaEventRecord(e0), "cudaEventRecord");
+    launch();
+    check(cudaEventRecord(e1), "cudaEventRecord");
+    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
+    if (r >= 2) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // Median milliseconds of one fused forward over (B, H, T, d) inputs; with `backward`, of the forward
 // followed by the fused backward (dL/do random, the workspace allocated once outside the timing).
 double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false) {
@@ -59,24 +82,10 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
     check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
     grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
   }
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "cudaEventCreate");
-  check(cudaEventCreate(&e1), "cudaEventCreate");
-  std::vector<double> ms;
-  for (int r = 0; r < 2 + a.reps; ++r) {
-    check(cudaEventRecord(e0), "cudaEventRecord");
+  return median_event_ms(a.reps, [&] {
     check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
     if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
-    check(cudaEventRecord(e1), "cudaEventRecord");
-    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
-    if (r >= 2) ms.push_back(t);  // the first two are warm-up (module load, clocks)
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  });
 }
 
 // Median milliseconds of the toolkit's causal softmax attention forward (with `backward`: forward then
@@ -98,25 +107,13 @@ double time_softmax(const BenchArgs& a, int T, bool backward) {
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
     cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH);  // plain fp32, as the training model
     const vla::gpu::AttentionInputs x{q.get(), k.get(), v.get(), a.batch, a.heads, T, a.d_head};
-    cudaEvent_t e0, e1;
-    check(cudaEventCreate(&e0), "cudaEventCreate");
-    check(cudaEventCreate(&e1), "cudaEventCreate");
-    std::vector<double> ms;
-    for (int r = 0; r < 2 + a.reps; ++r) {
-      check(cudaEventRecord(e0), "cudaEventRecord");  // the handle runs on the legacy default stream, as the events
+    // The handle runs on the legacy default stream, as the events.
+    const double ms = median_event_ms(a.reps, [&] {
       vla::gpu::softmax_attention_forward(blas, x, o.get(), plan, ws.get());
       if (backward) vla::gpu::softmax_attention_backward(blas, x, dout.get(), dq.get(), dk.get(), dv.get(), plan, ws.get());
-      check(cudaEventRecord(e1), "cudaEventRecord");
-      check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, e0, e1), "cudaEventElapsedTime");
-      if (r >= 2) ms.push_back(t);
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    });
     cublasDestroy(blas);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return ms;
   } catch (const std::exception& e) {
     if (blas) cublasDestroy(blas);
     cudaGetLastError();  // clear a non-sticky error (an allocation failure) so the next point can run
