@@ -28,8 +28,7 @@ grep "rel err" "$OUT/bwd-tests.log" | sed "s/.*message: '//; s/'.*//" |
 step "benchmark (forward, forward+backward) [${SECONDS} s]"
 for shape in "8 4 32" "4 16 64" "2 8 128"; do
   set -- $shape
-  "$VLA" bench attention --device cuda --T "$BENCH_T" --batch $1 --heads $2 --d-head $3 --reps "$REPS" --csv "$OUT/bwd-bench-$1-$2-$3.csv" \
-    2>&1 | tee -a "$OUT/bwd-bench.log" || status=1
+  bench_attention $1 $2 $3 "$BENCH_T" "$REPS" "$OUT/bwd-bench-$1-$2-$3.csv"
 done
 
 for base in $BASELINE; do
@@ -46,9 +45,7 @@ for base in $BASELINE; do
 done
 
 step "compute-sanitizer memcheck + racecheck [${SECONDS} s]"
-compute-sanitizer --tool memcheck --error-exitcode 3 "$TG" "[bwd]" > "$OUT/bwd-memcheck.log" 2>&1 || { status=1; echo "memcheck FAILED"; }
-grep -E "ERROR SUMMARY|passed|failed" "$OUT/bwd-memcheck.log" | tail -2
-compute-sanitizer --tool racecheck --error-exitcode 3 "$TG" "[bwd]~[bwd-full]" > "$OUT/bwd-racecheck.log" 2>&1 || { status=1; echo "racecheck FAILED"; }
-grep -E "RACECHECK SUMMARY|passed|failed" "$OUT/bwd-racecheck.log" | tail -2
+sanitize memcheck "[bwd]" "$OUT/bwd-memcheck.log"
+sanitize racecheck "[bwd]~[bwd-full]" "$OUT/bwd-racecheck.log"
 echo "bwd-check status $status [${SECONDS} s]"
 exit $status

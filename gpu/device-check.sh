@@ -29,20 +29,14 @@ step "compute-sanitizer memcheck + racecheck"
 # one-batch gradient test, not through the multi-step runs of [train-curve] (the same kernels, many
 # times). memcheck runs everything. (With [train-curve] included, racecheck did not finish within a
 # 10-minute call on 2026-11-22.)
-for tool in memcheck racecheck; do
-  spec="[gpu]"; [ $tool = racecheck ] && spec="[gpu]~[bwd-full]~[train-curve]"
-  compute-sanitizer --tool $tool --error-exitcode 3 "$T" "$spec" >> "$OUT/sanitizer.log" 2>&1 || { status=1; echo "$tool FAILED"; }
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|All tests passed|failed" "$OUT/sanitizer.log" | tail -2
-done
+sanitize memcheck "[gpu]" "$OUT/sanitizer.log"
+sanitize racecheck "[gpu]~[bwd-full]~[train-curve]" "$OUT/sanitizer.log"
 
 step "benchmark"
 cmake --build "$BUILD" -j "$(nproc)" --target vla >> "$OUT/build.log" 2>&1 || { echo "vla BUILD FAILED"; tail -30 "$OUT/build.log"; exit 1; }
 for shape in "8 4 32" "4 16 64"; do
   set -- $shape
-  csv="$OUT/bench-$1-$2-$3.csv"
-  "$BUILD/bin/vla" bench attention --device cuda --T 1024,4096,16384,65536 --batch $1 --heads $2 --d-head $3 --reps "${BENCH_REPS:-10}" --csv "$csv" \
-    2>&1 | tee -a "$OUT/bench.log" || status=1
-  PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$csv" 2>&1 | tee -a "$OUT/bench.log" || status=1
+  bench_attention $1 $2 $3 1024,4096,16384,65536 "${BENCH_REPS:-10}" "$OUT/bench-$1-$2-$3.csv" torch
 done
 echo "device-check status $status"
 exit $status

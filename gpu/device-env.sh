@@ -1,8 +1,9 @@
-# Sourced by gpu/device-check.sh and gpu/train-check.sh: what both do before their own steps on a CUDA
+# Sourced by the gpu/*-check.sh scripts: what each does before its own steps on a CUDA
 # machine. Sets OUT, BUILD, status and step(); unpacks the carried Debian packages (.device-carry/debs,
 # fetched beforehand with `apt-get download`, docs/gpu.md) into a private prefix, never into /; moves to
 # the carried source snapshot (.device-carry/src.tar, made with `git archive HEAD`) when there is one;
-# and defines device_build TARGETS... (configure Release for sm_90, build; logs in $OUT/build.log).
+# and defines device_build TARGETS... (configure Release for sm_90, build; logs in $OUT/build.log),
+# sanitize TOOL SPEC LOG and bench_attention B H D TLIST REPS CSV [torch] (below), which every check script uses.
 OUT=${OUT:-/tmp/vla-device-out}
 BUILD=${BUILD:-build-device}
 mkdir -p "$OUT"
@@ -39,4 +40,22 @@ device_build() {
   local rc=$?; tail -3 "$OUT/build.log"
   grep -E "registers|spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
   if [ $rc -ne 0 ]; then echo "BUILD FAILED (see build.log)"; grep -B2 -A8 -E "error" "$OUT/build.log" | head -60; exit 1; fi
+}
+
+# sanitize TOOL SPEC LOG: compute-sanitizer TOOL (memcheck, racecheck) over test_gpu's Catch2 test SPEC,
+# appending to LOG. An error found, or a test failing under the tool, sets status=1 and is said.
+sanitize() {
+  compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/bin/test_gpu" "$2" >> "$3" 2>&1 || { status=1; echo "$1 FAILED over $2"; }
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|All tests passed|failed" "$3" | tail -2
+}
+
+# bench_attention B H D TLIST REPS CSV [torch]: `vla bench attention` at one shape, its table into CSV and
+# its printout onto $OUT/bench.log; with "torch", gpu/bench_torch.py then times PyTorch (SDPA bf16/fp32,
+# the loop of Algorithm 1) on the same shapes and adds the ratios to the CSV. Sets status=1 on failure.
+bench_attention() {
+  "$BUILD/bin/vla" bench attention --device cuda --T "$4" --batch "$1" --heads "$2" --d-head "$3" --reps "$5" --csv "$6" \
+    2>&1 | tee -a "$OUT/bench.log" || status=1
+  if [ "${7:-}" = torch ]; then
+    PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$6" 2>&1 | tee -a "$OUT/bench.log" || status=1
+  fi
 }

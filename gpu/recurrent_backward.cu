@@ -448,6 +448,20 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     st.A.add_diag(s.eta);
     st.zs += s.kf;
   };
+  // Lines 19 and 12 end alike: dA += x w^T (x the adjoint just formed, w = kh resp. u) and
+  // (A_{t-1}^T x)_j for the input's adjoint, both in one pass over column j of A and dA. sh_x publishes
+  // x_j to the block; w_j is this thread's element.
+  auto rank1_and_At_x = [&](float* sh_x, float xj, float wj) {
+    sh_x[j] = xj;
+    __syncthreads();
+    Acc4 acc;
+    walk<D, AU>([&](int c, int r) {
+      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_x[c], wj, dA[c * LD + j]);
+      acc.add(r, st.A.get(c), sh_x[c]);
+    });
+    if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_x, wj);
+    return acc.sum();
+  };
   auto rev = [&](int t, const Tok& in) {
     const long long o = (seq * x.T + t) * D + j;
     const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
@@ -472,17 +486,10 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     float dkh = -a_sde.sum();
     // Line 20: dalpha = (dah - ah (ah.dah)) / na;  line 19: dA += dalpha kh^T, dkh += A_t^T dalpha.
     const float dal = s.na == 0.f ? 0.f : (dah - s.ah * r6[0]) / s.na;
-    sh_dal[j] = dal;
-    __syncthreads();
-    Acc4 a_adal;
-    walk<D, AU>([&](int c, int r) {
-      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_dal[c], s.kh, dA[c * LD + j]);
-      a_adal.add(r, st.A.get(c), sh_dal[c]);
-    });
-    if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_dal, s.kh);
+    const float adal = rank1_and_At_x(sh_dal, dal, s.kh);
     float r7[1] = {s.z * dal};
     sums(r7);  // also orders the dA update before the dA reads below
-    dkh += a_adal.sum() - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha
+    dkh += adal - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha from A_{t-1}^T dalpha
     // Lines 14, 16: dz = -(dA + dA^T) z / dc, ddc = z^T dA z / dc^2; line 13: zero if clamped.
     Acc4 a_rz, a_cz;
     walk<D, 4>([&](int c, int r) {
@@ -497,15 +504,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     // Line 12: du = ddelta z + A_{t-1}^T dz, dz += ddelta u, dA += dz u^T.
     float du = ddelta * s.z;
     dz += ddelta * s.uu;
-    sh_dz[j] = dz;
-    __syncthreads();
-    Acc4 a_adz;
-    walk<D, AU>([&](int c, int r) {
-      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_dz[c], s.uu, dA[c * LD + j]);
-      a_adz.add(r, st.A.get(c), sh_dz[c]);
-    });
-    if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_dz, s.uu);
-    du += a_adz.sum();
+    du += rank1_and_At_x(sh_dz, dz, s.uu);
     // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk;  line 8.
     float r9[2] = {in.u * du, s.kh * dkh};
     sums(r9);

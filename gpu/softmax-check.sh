@@ -27,16 +27,10 @@ grep -E "step-1" -A1 "$OUT/curve.log" | sed 's/^ *//' | head -12; tail -1 "$OUT/
 [ $rc -ne 0 ] && { status=1; grep -B3 -A12 FAILED "$OUT/curve.log" | head -60; }
 
 step "compute-sanitizer memcheck + racecheck (softmax attention tests)"
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 3 "$T" "[softmax-attention]" > "$OUT/sanitizer-$tool.log" 2>&1 || { status=1; echo "$tool FAILED"; }
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|All tests passed|failed" "$OUT/sanitizer-$tool.log" | tail -2
-done
+for tool in memcheck racecheck; do sanitize $tool "[softmax-attention]" "$OUT/sanitizer-$tool.log"; done
 
 step "benchmark"
-csv="$OUT/bench-8-4-32.csv"
-"$BUILD/bin/vla" bench attention --device cuda --T 1024,4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps "$REPS" --csv "$csv" \
-  2>&1 | tee "$OUT/bench.log" || status=1
-PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$csv" 2>&1 | tee -a "$OUT/bench.log" || status=1
+bench_attention 8 4 32 1024,4096,16384,65536 "$REPS" "$OUT/bench-8-4-32.csv" torch
 step "train-gpu step time, softmax (default model, MQAR n = 8 and 24, batch 64)"
 for n in 8 24; do
   "$BUILD/bin/vla" train-gpu --task mqar --pairs $n --mixer softmax --steps 100 --batch 64 --eval-batches 1 --seed 0 --out "$OUT/run_$n" 2>/dev/null | sed "s/^/n=$n softmax: /" || status=1
