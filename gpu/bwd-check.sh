@@ -18,21 +18,21 @@ device_build test_gpu vla
 TG="$BUILD/bin/test_gpu"
 VLA="$BUILD/bin/vla"
 
-step "backward tests [${SECONDS} s]"
+step "backward tests"
 "$TG" "[bwd]" -s -r compact > "$OUT/bwd-tests.log" 2>&1 || { status=1; echo "backward tests FAILED"; grep -B3 -A12 FAILED "$OUT/bwd-tests.log" | head -60; }
 grep -E "passed|failed" "$OUT/bwd-tests.log" | tail -1
 # Worst relative error per (rule, gradient, d) over the shapes; each line's bound is T d 2^-24.
 grep "rel err" "$OUT/bwd-tests.log" | sed "s/.*message: '//; s/'.*//" |
   awk '{ k = $1 " " $3 " " $4; if ($8 + 0 >= m[k] + 0) { m[k] = $8; w[k] = $0 } } END { for (k in w) print w[k] }' | sort | tee "$OUT/bwd-relerr.log"
 
-step "benchmark (forward, forward+backward) [${SECONDS} s]"
+step "benchmark (forward, forward+backward)"
 for shape in "8 4 32" "4 16 64" "2 8 128"; do
   set -- $shape
   bench_attention $1 $2 $3 "$BENCH_T" "$REPS" "$OUT/bwd-bench-$1-$2-$3.csv"
 done
 
 for base in $BASELINE; do
-  step "baseline: vla rebuilt with $base [${SECONDS} s]"
+  step "baseline: vla rebuilt with $base"
   cp gpu/recurrent_backward.cu "$OUT/recurrent_backward.new.cu"
   cp "$base" gpu/recurrent_backward.cu
   cmake --build "$BUILD" -j "$(nproc)" --target vla >> "$OUT/build.log" 2>&1 || { echo "baseline BUILD FAILED"; status=1; }
@@ -44,8 +44,8 @@ for base in $BASELINE; do
   cp "$OUT/recurrent_backward.new.cu" gpu/recurrent_backward.cu
 done
 
-step "compute-sanitizer memcheck + racecheck [${SECONDS} s]"
+step "compute-sanitizer memcheck + racecheck"
 sanitize memcheck "[bwd]" "$OUT/bwd-memcheck.log"
 sanitize racecheck "[bwd]~[bwd-full]" "$OUT/bwd-racecheck.log"
-echo "bwd-check status $status [${SECONDS} s]"
+echo "bwd-check status $status"
 exit $status

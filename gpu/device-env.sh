@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/vla-device-out}
 BUILD=${BUILD:-build-device}
 mkdir -p "$OUT"
 status=0
-step() { echo "== $*"; }
+step() { echo "== $* [${SECONDS} s]"; }  # with the seconds since the script started
 
 step "device"
 nvidia-smi -L; nvcc --version | tail -1
@@ -26,9 +26,15 @@ if compgen -G ".device-carry/debs/*.deb" > /dev/null; then
 fi
 
 # Build the committed snapshot when one is carried: untouched by files others are still editing.
+# The same snapshot already unpacked (a second call on a still-warm machine) is kept as it is, so that its
+# build folder is up to date and nothing is rebuilt.
 if [ -f .device-carry/src.tar ]; then
-  rm -rf /tmp/vla-src && mkdir -p /tmp/vla-src && tar -xf .device-carry/src.tar -C /tmp/vla-src
-  cp -r .device-carry /tmp/vla-src/ 2>/dev/null; cd /tmp/vla-src; echo "building the snapshot .device-carry/src.tar"
+  sum=$(sha256sum .device-carry/src.tar | cut -c1-64)
+  if [ "$(cat /tmp/vla-src/.src.sha256 2>/dev/null)" != "$sum" ]; then
+    rm -rf /tmp/vla-src && mkdir -p /tmp/vla-src && tar -xf .device-carry/src.tar -C /tmp/vla-src
+    cp -r .device-carry /tmp/vla-src/ 2>/dev/null; echo "$sum" > /tmp/vla-src/.src.sha256
+  fi
+  cd /tmp/vla-src; echo "building the snapshot .device-carry/src.tar (sha256 ${sum:0:12})"
 fi
 
 # device_build TARGET...: exits the script when the build fails, printing the errors.
