@@ -122,13 +122,49 @@ namespace {
 
 std::uint64_t eval_seed(std::uint64_t seed) { return seed ^ 0xE7A1E7A1D00DFEEDULL; }  // held out: not a training seed
 
-double evaluate(const TrainConfig& c, const Params<float>& p, int threads) {
+// The CPU engine: batch_gradient over kShards fixed shards and adamw_update, exactly as the loop did
+// before it drove engines (the CPU log and checkpoint are unchanged by the abstraction, bit for bit).
+class CpuEngine final : public StepEngine {
+ public:
+  CpuEngine(const TrainConfig& c, int threads)
+      : cfg_(c.model), threads_(threads), p_(model::init_params<float>(c.model, c.seed)) {
+    opt_.m = p_.zeros_like();
+    opt_.v = p_.zeros_like();
+  }
+  BatchResult forward(const Batch& b, bool gradient) override {
+    return batch_gradient(cfg_, p_, b, gradient ? &g_ : nullptr, threads_);
+  }
+  double grad_norm(std::string* nonfinite_tensor) override {
+    double sq = 0;
+    for (std::size_t i = 0; i < g_.t.size(); ++i) {
+      const double n2 = g_.t[i].template cast<double>().squaredNorm();
+      if (!std::isfinite(n2)) { *nonfinite_tensor = g_.names[i]; return n2; }
+      sq += n2;
+    }
+    return std::sqrt(sq);
+  }
+  void apply(const AdamWConfig& c, double lr, double clip_scale) override {
+    if (clip_scale != 1.0)
+      for (auto& m : g_.t) m *= float(clip_scale);
+    adamw_update(c, lr, p_, g_, opt_);
+  }
+  void export_state(Params<float>& p, AdamWState<float>& opt) const override { p = p_; opt = opt_; }
+  void import_state(const Params<float>& p, const AdamWState<float>& opt) override { p_ = p; opt_ = opt; }
+
+ private:
+  model::ModelConfig cfg_;
+  int threads_;
+  Params<float> p_, g_;
+  AdamWState<float> opt_;
+};
+
+double evaluate(const TrainConfig& c, StepEngine& e) {
   double correct = 0, total = 0;
   for (int i = 0; i < c.eval_batches; ++i) {
     const Batch b = make_batch(c.task, c.eval_batch, batch_seed(eval_seed(c.seed), i), c.ood);
     int n = 0;
     for (const auto& tg : b.targets) for (int x : tg) n += x >= 0;
-    const auto r = batch_gradient(c.model, p, b, nullptr, threads);
+    const auto r = e.forward(b, false);
     correct += r.accuracy * n;
     total += n;
   }
@@ -136,9 +172,12 @@ double evaluate(const TrainConfig& c, const Params<float>& p, int threads) {
 }
 
 // Checkpoint: a binary file written atomically; magic, config JSON, step, wall time, the log rows,
-// then parameters and the two Adam moments as (rows, cols, float data) per tensor.
+// then parameters and the two Adam moments as (rows, cols, float data) per tensor. The device is a key
+// "device" of the config JSON, written only when it is not "cpu": CPU checkpoints stay byte for byte
+// what they were before devices were recorded, and those older checkpoints load as "cpu".
 struct Checkpoint {
   TrainConfig cfg;
+  std::string device = "cpu";
   int step = 0;
   double wall_s = 0;
   std::vector<std::vector<double>> log;
@@ -153,7 +192,9 @@ template <class X> X get(std::istream& i) { X x{}; i.read(reinterpret_cast<char*
 void save(const std::filesystem::path& path, const Checkpoint& c) {
   io::write_atomically(path, [&](std::ostream& o) {
     o.write(kMagic, 8);
-    const std::string js = c.cfg.to_json().dump();
+    nlohmann::json j = c.cfg.to_json();
+    if (c.device != "cpu") j["device"] = c.device;
+    const std::string js = j.dump();
     put<std::uint64_t>(o, js.size());
     o.write(js.data(), std::streamsize(js.size()));
     put<std::int64_t>(o, c.step);
@@ -171,8 +212,8 @@ void save(const std::filesystem::path& path, const Checkpoint& c) {
   }, std::ios::out | std::ios::binary);
 }
 
-Checkpoint load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+// Reads the header (magic, config, device) and leaves `in` at the step count.
+Checkpoint load_header(std::ifstream& in, const std::filesystem::path& path) {
   if (!in) throw std::invalid_argument(fmt::format("--resume: no checkpoint at '{}'", path.string()));
   char magic[8];
   in.read(magic, 8);
@@ -181,7 +222,15 @@ Checkpoint load(const std::filesystem::path& path) {
   Checkpoint c;
   std::string js(get<std::uint64_t>(in), '\0');
   in.read(js.data(), std::streamsize(js.size()));
-  c.cfg = TrainConfig::from_json(nlohmann::json::parse(js));
+  const auto j = nlohmann::json::parse(js);
+  c.cfg = TrainConfig::from_json(j);
+  c.device = j.value("device", std::string("cpu"));
+  return c;
+}
+
+Checkpoint load(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  Checkpoint c = load_header(in, path);
   c.step = int(get<std::int64_t>(in));
   c.wall_s = get<double>(in);
   c.opt.step = get<std::int64_t>(in);
@@ -213,7 +262,10 @@ void write_log(const std::filesystem::path& dir, const Checkpoint& c) {
   t.write(dir / "log.csv");
 }
 
-TrainResult run(Checkpoint ck, const std::filesystem::path& dir, const RunOptions& ro) {
+// The loop, for every device. Each step: batch s = make_batch(seed, s), the engine's loss and gradient,
+// global-norm clip, lr(s), the engine's AdamW update, evaluation when due, a log row, a checkpoint every
+// checkpoint_every steps (atomic: a stop at any point leaves the last complete checkpoint and its log).
+TrainResult run(Checkpoint ck, StepEngine& e, const std::filesystem::path& dir, const RunOptions& ro) {
   const TrainConfig& c = ck.cfg;
   const auto t0 = std::chrono::steady_clock::now();
   const double wall0 = ck.wall_s;
@@ -222,46 +274,47 @@ TrainResult run(Checkpoint ck, const std::filesystem::path& dir, const RunOption
   double eval_acc = std::nan("");
   double last_loss = ck.log.empty() ? std::nan("") : ck.log.back()[1];
   const int start = ck.step;
+  const bool write = !dir.empty();
   auto checkpoint = [&] {
     ck.wall_s = elapsed();
+    if (!write) return;
+    e.export_state(ck.p, ck.opt);
     save(dir / "checkpoint.bin", ck);
     write_log(dir, ck);
   };
+  double step_ms = 0;
   while (ck.step < c.steps) {
     if ((ro.interrupt && ro.interrupt->load()) || (ro.stop_after >= 0 && ck.step >= ro.stop_after)) {
       res.interrupted = true;
       break;
     }
     const int s = ck.step;
+    const auto ts = std::chrono::steady_clock::now();
     const Batch b = make_batch(c.task, c.batch, batch_seed(c.seed, std::uint64_t(s)));
-    Params<float> g;
-    const BatchResult br = batch_gradient(c.model, ck.p, b, &g, ro.threads);
+    const BatchResult br = e.forward(b, true);
     if (!std::isfinite(br.loss) || !br.nonfinite.empty())
       throw std::runtime_error(fmt::format("step {}: non-finite loss ({}); first non-finite tensor: {}; the last good checkpoint "
                                            "(step {}) is kept in '{}'", s + 1, br.loss, br.nonfinite.empty() ? "loss" : br.nonfinite,
                                            start == s ? start : (s / c.checkpoint_every) * c.checkpoint_every, dir.string()));
-    double sq = 0;
-    for (std::size_t i = 0; i < g.t.size(); ++i) {
-      const double n2 = g.t[i].template cast<double>().squaredNorm();
-      if (!std::isfinite(n2)) throw std::runtime_error(fmt::format("step {}: non-finite gradient in tensor {}", s + 1, g.names[i]));
-      sq += n2;
-    }
-    const double gnorm = std::sqrt(sq);
-    if (gnorm > c.opt.clip)
-      for (auto& m : g.t) m *= float(c.opt.clip / gnorm);
+    std::string bad;
+    const double gnorm = e.grad_norm(&bad);
+    if (!bad.empty() || !std::isfinite(gnorm))
+      throw std::runtime_error(fmt::format("step {}: non-finite gradient in tensor {}", s + 1, bad.empty() ? "gradient" : bad));
     const double lr = learning_rate(c.opt, s, c.steps);
-    adamw_update(c.opt, lr, ck.p, g, ck.opt);
+    e.apply(c.opt, lr, gnorm > c.opt.clip ? c.opt.clip / gnorm : 1.0);
+    step_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count();
     ck.step = s + 1;
     last_loss = br.loss;
     const bool do_eval = ck.step == c.steps || (c.eval_every > 0 && ck.step % c.eval_every == 0);
-    eval_acc = do_eval ? evaluate(c, ck.p, ro.threads) : std::nan("");
+    eval_acc = do_eval ? evaluate(c, e) : std::nan("");
     std::vector<double> row{double(ck.step), br.loss, br.accuracy, lr, gnorm, eval_acc};
     for (int l = 0; l < c.model.layers; ++l) { row.push_back(br.S_fro[l]); row.push_back(br.A_fro[l]); }
     ck.log.push_back(row);
-    if (ro.progress) {
+    if (ro.progress && ((ck.step - start) % std::max(1, ro.progress_every) == 0 || ck.step == c.steps)) {
       const double el = elapsed() - wall0, per = el / (ck.step - start);
-      ro.progress(fmt::format("step {}/{}  loss {:.4f}  acc {:.3f}{}  {:.2f} s/step  ETA {:.0f} s", ck.step, c.steps, br.loss,
-                              br.accuracy, std::isnan(eval_acc) ? "" : fmt::format("  eval {:.3f}", eval_acc), per,
+      ro.progress(fmt::format("step {}/{}  loss {:.4f}  acc {:.3f}{}  {}  ETA {:.0f} s", ck.step, c.steps, br.loss,
+                              br.accuracy, std::isnan(eval_acc) ? "" : fmt::format("  eval {:.3f}", eval_acc),
+                              per >= 0.1 ? fmt::format("{:.2f} s/step", per) : fmt::format("{:.2f} ms/step", 1e3 * per),
                               per * (c.steps - ck.step)));
     }
     if (ck.step % c.checkpoint_every == 0 || ck.step == c.steps) checkpoint();
@@ -270,35 +323,62 @@ TrainResult run(Checkpoint ck, const std::filesystem::path& dir, const RunOption
   res.steps_done = ck.step;
   res.final_loss = last_loss;
   res.wall_s = ck.wall_s;
+  res.step_ms = ck.step > start ? step_ms / (ck.step - start) : 0.0;
   for (const auto& r : ck.log) res.losses.push_back(r[1]);
   for (auto it = ck.log.rbegin(); it != ck.log.rend(); ++it)
     if (!std::isnan((*it)[5])) { res.eval_accuracy = (*it)[5]; break; }
-  res.params = ck.p;
-  nlohmann::json js{{"config", c.to_json()}, {"steps_done", ck.step}, {"complete", ck.step == c.steps},
+  res.log = ck.log;
+  e.export_state(res.params, ck.opt);
+  if (!write) return res;
+  nlohmann::json js{{"config", c.to_json()}, {"device", ck.device}, {"steps_done", ck.step}, {"complete", ck.step == c.steps},
                     {"final_eval_accuracy", res.eval_accuracy}, {"final_loss", res.final_loss}, {"wall_time_s", res.wall_s},
+                    {"step_ms", res.step_ms},
                     {"metric", "exact match per query position (fraction of target tokens predicted by argmax)"},
-                    {"provenance", io::provenance("cpu")}};
+                    {"provenance", io::provenance(ck.device)}};
   io::write_text_atomically(dir / "summary.json", js.dump(2) + "\n");
   return res;
 }
 
-}  // namespace
-
-TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, const RunOptions& ro) {
-  cfg.validate();  // every bad config is rejected here, before any work
-  Checkpoint ck;
-  ck.cfg = cfg;
-  ck.p = model::init_params<float>(cfg.model, cfg.seed);
-  ck.opt.m = ck.p.zeros_like();
-  ck.opt.v = ck.p.zeros_like();
-  std::filesystem::create_directories(out_dir);
-  return run(std::move(ck), out_dir, ro);
+std::unique_ptr<StepEngine> make_engine(const Device& device, const TrainConfig& cfg, const RunOptions& ro) {
+  if (!device.make) throw std::invalid_argument(fmt::format("--device: '{}' has no training engine", device.name));
+  return device.make(cfg, ro);
 }
 
-TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro) {
+}  // namespace
+
+Device cpu_device() {
+  return {"cpu", [](const TrainConfig& c, const RunOptions& ro) -> std::unique_ptr<StepEngine> {
+            return std::make_unique<CpuEngine>(c, ro.threads);
+          }};
+}
+
+TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, const RunOptions& ro, const Device& device) {
+  cfg.validate();  // every bad config is rejected here, before any work
+  const auto engine = make_engine(device, cfg, ro);  // and every device-specific one
+  Checkpoint ck;
+  ck.cfg = cfg;
+  ck.device = device.name;
+  if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
+  return run(std::move(ck), *engine, out_dir, ro);
+}
+
+std::string checkpoint_device(const std::filesystem::path& out_dir) {
+  const auto path = out_dir / "checkpoint.bin";
+  std::ifstream in(path, std::ios::binary);
+  return load_header(in, path).device;
+}
+
+TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro, const Device& device) {
+  if (out_dir.empty()) throw std::invalid_argument("--resume: an output folder is required");
   Checkpoint ck = load(out_dir / "checkpoint.bin");
+  if (ck.device != device.name)
+    throw std::invalid_argument(fmt::format("--device: the run in '{}' was trained on {}; resume it with --device {} (the devices "
+                                            "round differently, so continuing on {} would not reproduce the run)",
+                                            out_dir.string(), ck.device, ck.device, device.name));
   ck.cfg.validate();
-  return run(std::move(ck), out_dir, ro);
+  const auto engine = make_engine(device, ck.cfg, ro);
+  engine->import_state(ck.p, ck.opt);
+  return run(std::move(ck), *engine, out_dir, ro);
 }
 
 }  // namespace vla::train

@@ -1,6 +1,8 @@
 #pragma once
-// The CPU training loop (issue 4): float32 model, AdamW, warm-up + cosine schedule, global-norm
-// clipping, data-parallel over the batch, checkpoints, CSV log, JSON summary, resume.
+// The training loop (issue 4): float32 model, AdamW, warm-up + cosine schedule, global-norm
+// clipping, checkpoints, CSV log, JSON summary, SIGINT stop, resume. One loop for every device: it
+// drives a StepEngine (core/train/step_engine.hpp); the CPU engine (data-parallel over the batch) is
+// the default, the GPU engine is gpu/train/trainer.hpp's cuda_device().
 //
 // Determinism. The batch is split into kShards fixed shards (independent of the thread count); each
 // shard sums its sequences' gradients in order into its own buffer, and the shards are added in shard
@@ -8,6 +10,7 @@
 // seed gives the same loss curve to the bit on any number of threads (same binary, same machine).
 #include "core/model/transformer.hpp"
 #include "core/train/adamw.hpp"
+#include "core/train/step_engine.hpp"
 #include "core/train/tasks.hpp"
 
 #include <atomic>
@@ -41,13 +44,7 @@ struct RunOptions {
   int stop_after = -1;                      // stop (as if interrupted) after this many steps; -1 never
   const std::atomic<bool>* interrupt = nullptr;  // set by SIGINT: checkpoint and stop
   std::function<void(const std::string&)> progress;  // progress line, or empty
-};
-
-struct BatchResult {
-  double loss = 0.0;         // mean CE over the batch's targets
-  double accuracy = 0.0;     // exact match per target position
-  std::vector<double> S_fro, A_fro;  // (L) batch means
-  std::string nonfinite;     // first non-finite activation (sequence, block, tensor), empty if none
+  int progress_every = 1;                   // a progress line every K steps (and at the last step)
 };
 
 // Loss and (when grad != nullptr) the mean gradient of a batch.
@@ -60,12 +57,25 @@ struct TrainResult {
   double final_loss = 0.0;
   double eval_accuracy = 0.0;
   double wall_s = 0.0;
+  double step_ms = 0.0;        // mean wall time of this process's steps (batch, gradient, update; not evaluation)
   std::vector<double> losses;  // every step's loss, from step 1 (the log's loss column)
+  std::vector<std::vector<double>> log;  // log.csv's rows, from step 1
   model::Params<float> params;
 };
 
 // Runs (or, with resume, continues) the training in out_dir: checkpoint.bin, log.csv, summary.json.
-TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, const RunOptions& ro);
-TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro);
+// out_dir empty: nothing is written (no checkpoint, so such a run cannot be resumed).
+// Every bad configuration (and, through device.make, every device-specific one) is rejected before
+// anything is written.
+TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, const RunOptions& ro,
+                  const Device& device = cpu_device());
+// Continues the run in out_dir on `device`, which must be the device the run was trained on (the
+// checkpoint records it): otherwise std::invalid_argument naming --device. Why refuse rather than
+// continue: the devices sum in different orders, so the continued run would not be the run the
+// checkpoint came from (resume's promise is the uninterrupted run, bit for bit).
+TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro, const Device& device = cpu_device());
+// The device a checkpoint was trained on: "cpu" for checkpoints written before the device was
+// recorded. Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
+std::string checkpoint_device(const std::filesystem::path& out_dir);
 
 }  // namespace vla::train

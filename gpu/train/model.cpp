@@ -69,6 +69,7 @@ struct GpuModel::Impl {
   };
   std::vector<Layer> L;
   DeviceBuffer X, xhatf, rstdf, HF, logits, dlogits, ce, correct, tokens, targets;
+  DeviceBuffer stats;                      // (L, B, H, T, 3): the fused forward's ||S_t||_F, ||A_t||_F, delta_t
   SoftmaxAttentionPlan plan;               // softmax: query chunking of the score workspace `work`
   DeviceBuffer dX, dH, dF, dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG, work, partials;
 
@@ -111,6 +112,7 @@ struct GpuModel::Impl {
     dob = DeviceBuffer(n * hd); dqb = DeviceBuffer(n * hd); dkb = DeviceBuffer(n * hd); dvb = DeviceBuffer(n * hd); dub = DeviceBuffer(n * hd);
     dgb = DeviceBuffer(n * H); dQ = DeviceBuffer(n * hd); dK = DeviceBuffer(n * hd); dV = DeviceBuffer(n * hd); dU = DeviceBuffer(n * hd);
     dG = DeviceBuffer(n * H);
+    stats = DeviceBuffer(softmax ? 0 : std::size_t(cfg.layers) * n * H * 3);
     if (softmax) {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
@@ -161,21 +163,32 @@ GpuModel::~GpuModel() {
   if (impl_ && impl_->blas) cublasDestroy(impl_->blas);
 }
 
-void GpuModel::set_params(const Params<float>& p) {
-  auto& m = *impl_;
-  if (p.t.size() != m.off.size()) throw std::invalid_argument("GpuModel::set_params: parameter list of a different model");
-  std::vector<float> h(m.P.size());
+namespace {
+// Uploads p (Eigen, column-major) into buf in the flat row-major layout. The memsets and the upload
+// run on the legacy default stream, which does not order against a non-blocking stream: wait for the
+// model's stream before (no step still reads buf) and for the device after.
+void upload_like(const GpuModel::Impl& m, DeviceBuffer& buf, const Params<float>& p, const char* what) {
+  if (p.t.size() != m.off.size()) throw std::invalid_argument(fmt::format("GpuModel::{}: parameter list of a different model", what));
+  std::vector<float> h(buf.size());
   for (std::size_t i = 0; i < p.t.size(); ++i) {
     if (p.t[i].rows() != m.rows[i] || p.t[i].cols() != m.cols[i])
-      throw std::invalid_argument(fmt::format("GpuModel::set_params: tensor {} has a different shape", p.names[i]));
+      throw std::invalid_argument(fmt::format("GpuModel::{}: tensor {} has a different shape", what, p.names[i]));
     for (int r = 0; r < m.rows[i]; ++r)
       for (int c = 0; c < m.cols[i]; ++c) h[m.off[i] + std::size_t(r) * m.cols[i] + c] = p.t[i](r, c);
   }
-  check(cudaStreamSynchronize(m.stream), "set_params (sync)");  // no step of this model still reads P
-  m.P.upload(h);
-  // The memsets and the upload ran on the legacy default stream, which does not order against a
-  // non-blocking stream: finish them before this model's stream touches the arrays.
-  check(cudaDeviceSynchronize(), "set_params (device sync)");
+  check(cudaStreamSynchronize(m.stream), "upload (sync)");
+  buf.upload(h);
+  check(cudaDeviceSynchronize(), "upload (device sync)");
+}
+}  // namespace
+
+void GpuModel::set_params(const Params<float>& p) { upload_like(*impl_, impl_->P, p, "set_params"); }
+
+void GpuModel::set_adam_moments(const Params<float>& m, const Params<float>& v, long step) {
+  if (step < 0) throw std::invalid_argument(fmt::format("GpuModel::set_adam_moments: step must be >= 0, got {}", step));
+  upload_like(*impl_, impl_->M, m, "set_adam_moments");
+  upload_like(*impl_, impl_->V, v, "set_adam_moments");
+  impl_->adam_step = step;
 }
 
 namespace {
@@ -196,6 +209,13 @@ Params<float> layout_of(const GpuModel::Impl& m) {
 
 Params<float> GpuModel::params() const { return download_like(*impl_, impl_->P, layout_of(*impl_)); }
 Params<float> GpuModel::grads() const { return download_like(*impl_, impl_->G, layout_of(*impl_)); }
+
+long GpuModel::adam_moments(Params<float>& mo, Params<float>& vo) const {
+  const Params<float> layout = layout_of(*impl_);
+  mo = download_like(*impl_, impl_->M, layout);
+  vo = download_like(*impl_, impl_->V, layout);
+  return impl_->adam_step;
+}
 
 GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool backward) {
   using namespace model;
@@ -239,6 +259,7 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     check_launch(bthc_to_bhtc(y.K.get(), B, T, H, dh, y.kb.get(), m.stream), "permute k");
     check_launch(bthc_to_bhtc(y.V.get(), B, T, H, dh, y.vb.get(), m.stream), "permute v");
     x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get(); x.o = y.ob.get();
+    if (backward && !m.softmax) x.stats = m.stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
     if (m.kind == RecurrentKind::Vla) {
       // u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows.
       const float one = 1.f, zero = 0.f;
@@ -281,6 +302,32 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
   r.targets = total_targets;
   r.accuracy = double(right) / std::max(1, total_targets);
   if (!backward) return r;
+  // S/A norms as the CPU's batch_gradient: per sequence the mean over heads of ||S_T||_F (as a float,
+  // the CPU's T(norm)), summed over the batch in order, divided by B. Only the last step's stats come
+  // back: one strided copy, row (l, b, h) at offset (T - 1) * 3 of its T * 3 floats.
+  r.S_fro.assign(c.layers, std::nan(""));
+  r.A_fro.assign(c.layers, std::nan(""));
+  if (!m.softmax) {
+    std::vector<float> last(std::size_t(c.layers) * B * H * 3);
+    check(cudaMemcpy2DAsync(last.data(), 3 * sizeof(float), m.stats.get() + std::size_t(T - 1) * 3, std::size_t(T) * 3 * sizeof(float),
+                            3 * sizeof(float), std::size_t(c.layers) * B * H, cudaMemcpyDeviceToHost, m.stream), "download stats");
+    check(cudaStreamSynchronize(m.stream), "download stats (sync)");
+    for (int l = 0; l < c.layers; ++l) {
+      double S = 0, A = 0;
+      for (int b = 0; b < B; ++b) {
+        double s = 0, a = 0;
+        for (int h = 0; h < H; ++h) {
+          const float* st = &last[((std::size_t(l) * B + b) * H + h) * 3];
+          s += double(st[0]);
+          a += double(st[1]);  // NaN for linear/deltanet: the CPU's kNotApplicable
+        }
+        S += s / H;
+        A += a / H;
+      }
+      r.S_fro[l] = S / B;
+      r.A_fro[l] = A / B;
+    }
+  }
 
   // ---- backward (reverse order of the forward; every weight gradient adds into the zeroed G) ----
   check(cudaMemsetAsync(m.G.get(), 0, m.G.size() * sizeof(float), m.stream), "cudaMemset G");

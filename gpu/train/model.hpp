@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <vector>
 
 namespace vla::gpu::train {
 
@@ -23,6 +24,10 @@ struct GpuBatchResult {
   double loss = 0.0;      // mean CE over the batch's targets
   double accuracy = 0.0;  // exact match per target position
   int targets = 0;
+  // (L) with backward (a training step), as the CPU's batch_gradient: batch mean of the per-sequence
+  // mean over heads of ||S_T||_F, ||A_T||_F after the last token (the fused forward kernel's stats);
+  // NaN for softmax (no state) and A for linear/deltanet (no A). Without backward: empty.
+  std::vector<double> S_fro, A_fro;
 };
 
 class GpuModel {
@@ -44,6 +49,10 @@ class GpuModel {
   double grad_norm() const;  // global L2 norm of the gradient (double sum of per-block double partials)
   // One AdamW update (core/train/adamw.hpp) with the gradient scaled by gscale (the global-norm clip).
   void adamw_step(const vla::train::AdamWConfig& c, double lr, double gscale);
+  // The AdamW moments (into m, v, in the parameters' layout) and the number of updates applied, for a
+  // checkpoint; and back (the step count sets the bias corrections of the next update).
+  long adam_moments(model::Params<float>& m, model::Params<float>& v) const;
+  void set_adam_moments(const model::Params<float>& m, const model::Params<float>& v, long step);
 
   struct Impl;
 

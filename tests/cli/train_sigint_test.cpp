@@ -222,3 +222,25 @@ TEST_CASE("vla train: SIGINT stops resumably, and --resume equals the uninterrup
   std::memset(ck_b.data() + hb.wall_offset, 0, 8);
   CHECK(ck_a == ck_b);  // config, step, Adam step, log rows, parameters, both Adam moments
 }
+
+// `--resume` continues on the device the run was trained on (read from its checkpoint), and another
+// --device is refused with an error naming --device (in a build without CUDA, cuda itself is refused
+// naming --device). A failure means a run could silently continue on a device that rounds differently
+// (the resumed run would not be the run the checkpoint came from) or the error leaves the user guessing.
+TEST_CASE("vla train --resume keeps the run's device and refuses another, naming --device", "[cli][train]") {
+  ScratchDir dir("device");
+  std::string cmd = kVla + " train";
+  for (const auto& a : config_args(4)) cmd += " " + a;
+  const auto part = run_command(cmd + " --stop-after 2 --out '" + (dir / "run") + "'");
+  INFO(part.output);
+  REQUIRE(part.exit_code == 0);
+  const auto wrong = run_command(fmt::format("{} train --resume '{}' --device cuda", kVla, dir / "run"));
+  INFO(wrong.output);
+  CHECK(wrong.exit_code != 0);
+  CHECK(wrong.output.find("--device") != std::string::npos);
+  CHECK(consistent_log_rows(read_file(dir.path / "run" / "log.csv")) == 2);  // the refusal touched nothing
+  const auto ok = run_command(fmt::format("{} train --resume '{}'", kVla, dir / "run"));
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.output.find("done after 4 steps on cpu") != std::string::npos);
+}

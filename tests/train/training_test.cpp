@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace vla;
 namespace fs = std::filesystem;
@@ -104,4 +106,36 @@ TEST_CASE("a tiny model learns the copy task", "[train]") {
     CHECK(r.losses.front() > 4.5);
     CHECK(r.losses.back() < 0.5 * r.losses.front());
   }
+}
+
+TEST_CASE("resume refuses a device other than the run's, naming --device; CPU checkpoints keep their format", "[train]") {
+  // A run recorded as trained on "cuda" (here the CPU engine under that name, so no GPU is needed: the
+  // refusal depends only on the recorded name). Resuming it on the CPU must throw naming --device and
+  // the run's device, before touching the folder; on its own device it continues exactly. A failure
+  // means a GPU run could be continued silently on the CPU (a different rounding: not the run it claims
+  // to be), or the checkpoint lost the device it was trained on.
+  const auto c = tiny("vla");
+  const train::Device fake_cuda{"cuda", train::cpu_device().make};
+  const fs::path d = tmpdir("device");
+  train::RunOptions stop;
+  stop.stop_after = 3;
+  train::train(c, d, stop, fake_cuda);
+  CHECK(train::checkpoint_device(d) == "cuda");
+  const auto log_before = fs::file_size(d / "log.csv");
+  CHECK_THROWS_AS(train::resume(d, {}), std::invalid_argument);
+  CHECK_THROWS_WITH(train::resume(d, {}), Catch::Contains("--device") && Catch::Contains("cuda"));
+  CHECK(fs::file_size(d / "log.csv") == log_before);
+  const auto rest = train::resume(d, {}, fake_cuda);
+  CHECK(rest.steps_done == 6);
+  CHECK(rest.losses == train::train(c, {}, {}).losses);  // same engine: the uninterrupted run (written nowhere)
+
+  // A CPU run's checkpoint has no "device" key (byte for byte the format of checkpoints written before
+  // devices were recorded), and such a checkpoint reads as "cpu"; a missing one is named.
+  const fs::path e = tmpdir("device_cpu");
+  train::train(c, e, stop);
+  CHECK(train::checkpoint_device(e) == "cpu");
+  std::ifstream in(e / "checkpoint.bin", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(bytes.find("\"device\"") == std::string::npos);
+  CHECK_THROWS_WITH(train::checkpoint_device(tmpdir("device_none")), Catch::Contains("--resume"));
 }
