@@ -70,9 +70,9 @@ const vla::cli::RegisterCommand reg{
           for (std::size_t i = 0; i < rs.size(); ++i) {
             fmt::print("{}: final loss {:.6f}, eval exact match {:.4f}, {:.3f} ms/step{}\n", dirs[i].string(), rs[i].final_loss,
                        rs[i].eval_accuracy, rs[i].step_ms, stopped(rs[i]));
-            run_steps += rs[i].steps_done;
+            run_steps += rs[i].steps_run;
           }
-          fmt::print("{} runs, {} run-steps done concurrently in {:.1f} s ({:.3f} ms per run-step)\n", rs.size(), run_steps, wall,
+          fmt::print("{} runs, {} run-steps run concurrently in {:.1f} s ({:.3f} ms per run-step)\n", rs.size(), run_steps, wall,
                      1e3 * wall / double(std::max(1L, run_steps)));
           return;
         }

@@ -321,6 +321,7 @@ TrainResult run(Checkpoint ck, StepEngine& e, const std::filesystem::path& dir, 
   }
   checkpoint();
   res.steps_done = ck.step;
+  res.steps_run = ck.step - start;
   res.final_loss = last_loss;
   res.wall_s = ck.wall_s;
   res.step_ms = ck.step > start ? step_ms / (ck.step - start) : 0.0;

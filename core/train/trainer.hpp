@@ -53,6 +53,7 @@ BatchResult batch_gradient(const model::ModelConfig& cfg, const model::Params<fl
 
 struct TrainResult {
   int steps_done = 0;
+  int steps_run = 0;           // steps done by this call (steps_done minus the step a resume started at)
   bool interrupted = false;
   double final_loss = 0.0;
   double eval_accuracy = 0.0;

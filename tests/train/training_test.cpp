@@ -127,6 +127,7 @@ TEST_CASE("resume refuses a device other than the run's, naming --device; CPU ch
   CHECK(fs::file_size(d / "log.csv") == log_before);
   const auto rest = train::resume(d, {}, fake_cuda);
   CHECK(rest.steps_done == 6);
+  CHECK(rest.steps_run == 3);
   CHECK(rest.losses == train::train(c, {}, {}).losses);  // same engine: the uninterrupted run (written nowhere)
 
   // A CPU run's checkpoint has no "device" key (byte for byte the format of checkpoints written before
