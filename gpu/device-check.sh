@@ -6,18 +6,18 @@
 # Logs go to $OUT (default /tmp/vla-device-out). Where the machine lacks the Debian dev packages the
 # build needs, it uses .device-carry/debs/*.deb (fetched beforehand with `apt-get download`, see
 # docs/gpu.md), unpacked into a private prefix, never into /.
-# usage: [BENCH_REPS=n] [STEPS=test,sanitize,bench] bash gpu/device-check.sh
+# usage: [BENCH_REPS=n] [STEPS=test,memcheck,racecheck,bench] bash gpu/device-check.sh
 #        exit status: non-zero if a build, test or sanitizer step failed
 #   BENCH_REPS: timed repetitions per bench point (default 10).
-#   STEPS: the parts to run (default all three; the build always). The whole script takes longer than
-#   one 10-minute device call (docs/gpu.md, "Running it"): there, run STEPS=test,sanitize and then
-#   STEPS=bench as two calls, the second on the still-warm machine so that it rebuilds nothing.
+#   STEPS: the parts to run (default all four; the build always). The whole script takes longer than
+#   one 10-minute device call (docs/gpu.md, "Running it"): there, split it over calls, e.g.
+#   STEPS=test,memcheck then STEPS=racecheck then STEPS=bench (a still-warm machine rebuilds nothing).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${STEPS:-test,sanitize,bench}
+STEPS=${STEPS:-test,memcheck,racecheck,bench}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 source gpu/device-env.sh
-targets=""; { has test || has sanitize; } && targets="test_gpu"; has bench && targets="$targets vla"
+targets=""; { has test || has memcheck || has racecheck; } && targets="test_gpu"; has bench && targets="$targets vla"
 device_build $targets
 T="$BUILD/bin/test_gpu"
 
@@ -33,15 +33,17 @@ if has test; then
     awk '{ k = $1 " " $3; if ($8 + 0 > m[k] + 0) { m[k] = $8; w[k] = $0 } } END { for (k in w) print w[k] }' | sort
 fi
 
-if has sanitize; then
-  # racecheck instruments every shared-memory access, which makes it slow: it runs the backward on its
-  # small-shape case (and the launch-shape case), not on [bwd-full], and the training kernels through the
-  # one-batch gradient test, not through the multi-step runs of [train-curve] (the same kernels, many
-  # times). memcheck runs everything.
+# racecheck instruments every shared-memory access, which makes it slow: it runs the backward on its
+# small-shape case (and the launch-shape case), not on [bwd-full], and the training kernels through the
+# one-batch gradient test, not through the multi-step runs tagged [train-curve] (loss curves, concurrent
+# runs, resume: the same kernels, many times). memcheck runs everything.
+if has memcheck; then
   step "compute-sanitizer memcheck"
-  sanitize memcheck "[gpu]" "$OUT/sanitizer.log"
+  sanitize memcheck "[gpu]" "$OUT/memcheck.log"
+fi
+if has racecheck; then
   step "compute-sanitizer racecheck"
-  sanitize racecheck "[gpu]~[bwd-full]~[train-curve]" "$OUT/sanitizer.log"
+  sanitize racecheck "[gpu]~[bwd-full]~[train-curve]" "$OUT/racecheck.log"
 fi
 
 if has bench; then

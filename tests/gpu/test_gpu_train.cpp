@@ -204,7 +204,7 @@ TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][tr
 // (no atomics), so any difference means state the checkpoint misses or restores wrongly: the Adam
 // moments or their step count (bias corrections), the parameters' layout on the device, the data
 // position. The checkpoint records "cuda", and the CPU refuses to continue it naming --device.
-TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit for bit", "[gpu][gpu-resume]") {
+TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit for bit", "[gpu][gpu-resume][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "deltanet", "softmax"}) {
     vla::train::TrainConfig tc;
@@ -248,7 +248,7 @@ TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit fo
 // the rounding of the updates, as for the loss, 1e-3. Where the CPU logs NaN (softmax: no state;
 // linear and deltanet: no A) the GPU must too. A wrong step (S_{T-1}), a head sum instead of a mean, a
 // sum over the batch instead of a mean, or the wrong layer's stats is off by O(1).
-TEST_CASE("the GPU log's S/A norms equal the CPU run's for the same seed", "[gpu][gpu-resume]") {
+TEST_CASE("the GPU log's S/A norms equal the CPU run's for the same seed", "[gpu][gpu-resume][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "linear", "deltanet", "softmax"}) {
     vla::train::TrainConfig tc;
