@@ -37,6 +37,18 @@ vla::train::TaskConfig mqar(int pairs) {
   return t;
 }
 
+// A short training run of small_model(mixer) on MQAR with 4 pairs, one held-out batch.
+vla::train::TrainConfig small_run(const std::string& mixer, int steps, int batch, std::uint64_t seed) {
+  vla::train::TrainConfig tc;
+  tc.model = small_model(mixer);
+  tc.task = mqar(4);
+  tc.steps = steps;
+  tc.batch = batch;
+  tc.seed = seed;
+  tc.eval_batches = 1;
+  return tc;
+}
+
 // Mean gradient of the batch in double (the reference both fp32 paths are measured against).
 double cpu_double_gradient(const ModelConfig& c, const Params<float>& p, const vla::train::Batch& b, Params<double>& g) {
   const Params<double> pd = p.cast<double>();
@@ -142,13 +154,7 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
 TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "deltanet", "softmax"}) {
-    vla::train::TrainConfig tc;
-    tc.model = small_model(mixer);
-    tc.task = mqar(4);
-    tc.steps = 200;
-    tc.batch = 16;
-    tc.seed = 11;
-    tc.eval_batches = 1;
+    auto tc = small_run(mixer, 200, 16, 11);
     tc.checkpoint_every = 1000;
     tc.opt.lr = 3e-3;  // a small model learns in 200 steps only with a larger step; same on both devices
     const auto dir = std::filesystem::temp_directory_path() / ("vla_gpu_parity_" + mixer);
@@ -180,14 +186,7 @@ TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][tr
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   std::vector<vla::train::TrainConfig> cfgs;
   for (const std::string mixer : {"vla", "deltanet", "linear", "vla"}) {
-    vla::train::TrainConfig tc;
-    tc.model = small_model(mixer);
-    tc.task = mqar(4);
-    tc.steps = 30;
-    tc.batch = 16;
-    tc.seed = 20 + cfgs.size();
-    tc.eval_batches = 1;
-    cfgs.push_back(tc);
+    cfgs.push_back(small_run(mixer, 30, 16, 20 + cfgs.size()));
   }
   const auto many = vla::gpu::train::train_gpu_many(cfgs, std::vector<std::filesystem::path>(cfgs.size()));
   for (std::size_t i = 0; i < cfgs.size(); ++i) {
@@ -207,14 +206,8 @@ TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][tr
 TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit for bit", "[gpu][gpu-resume][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "deltanet", "softmax"}) {
-    vla::train::TrainConfig tc;
-    tc.model = small_model(mixer);
-    tc.task = mqar(4);
-    tc.steps = 8;
-    tc.batch = 8;
-    tc.seed = 5;
+    auto tc = small_run(mixer, 8, 8, 5);
     tc.eval_every = 3;
-    tc.eval_batches = 1;
     tc.checkpoint_every = 2;
     const auto tmp = std::filesystem::temp_directory_path();
     const auto full_dir = tmp / ("vla_gpu_resume_full_" + mixer), part_dir = tmp / ("vla_gpu_resume_part_" + mixer);
@@ -251,13 +244,7 @@ TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit fo
 TEST_CASE("the GPU log's S/A norms equal the CPU run's for the same seed", "[gpu][gpu-resume][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
   for (const std::string mixer : {"vla", "linear", "deltanet", "softmax"}) {
-    vla::train::TrainConfig tc;
-    tc.model = small_model(mixer);
-    tc.task = mqar(4);
-    tc.steps = 10;
-    tc.batch = 16;
-    tc.seed = 11;
-    tc.eval_batches = 1;
+    auto tc = small_run(mixer, 10, 16, 11);
     tc.opt.lr = 3e-3;  // as the loss-curve test: the weights move visibly in 10 steps
     const auto cpu = vla::train::train(tc, {}, vla::train::RunOptions{});
     const auto gpu = vla::gpu::train::train_gpu(tc, {});
