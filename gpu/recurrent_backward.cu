@@ -14,7 +14,8 @@
 //    cost is two forward passes plus the reverse, and the scratch is O(T/CH + CH) states per
 //    sequence (CH = 32: at d = 64 the chunk scratch is 1 MB per block, L2-resident on an H100).
 //    `two_passes` below is this schedule, once for the three rules; each rule gives it a forward step
-//    and a reverse step.
+//    and a reverse step. Where the forward kernel has just run over the same inputs, it can write the
+//    checkpoints itself (x.checkpoints, gpu/recurrent_forward.hpp) and the first forward pass is skipped.
 //
 // Parallel structure. One block per (b, h), d threads; thread j owns element j of every per-token
 // vector and column j of S, A, dS, dA for rank-1 updates (M += a b^T touches M[:, j] only in thread j,
@@ -131,6 +132,7 @@ template <int D, AHome W> struct AColumn {  // None: the rule has no A (linear a
   __device__ void init(float) {}
   __device__ void save(float*) const {}
   __device__ void load(const float*) {}
+  __device__ void symmetrise(const float*) {}
 };
 template <int D> struct AColumn<D, AHome::Shared> {
   static constexpr int kUnroll = 4;  // walk()'s unroll over A
@@ -146,6 +148,11 @@ template <int D> struct AColumn<D, AHome::Shared> {
   }
   __device__ void load(const float* src) {
     for (int c = 0; c < D; ++c) set(c, src[c * D + threadIdx.x]);
+  }
+  // After load(src): A = (A + A^T) / 2, from row j of src. (a + b) / 2 is the same float for (c, j) and
+  // (j, c), so the result is symmetric to the bit (a checkpoint made by the forward kernel, which is not).
+  __device__ void symmetrise(const float* src) {
+    for (int c = 0; c < D; ++c) set(c, 0.5f * (get(c) + src[threadIdx.x * D + c]));
   }
 };
 template <int D> struct AColumn<D, AHome::Regs> {
@@ -169,6 +176,10 @@ template <int D> struct AColumn<D, AHome::Regs> {
   __device__ void load(const float* src) {  // D independent loads in flight at once
 #pragma unroll
     for (int c = 0; c < D; ++c) a[c] = src[c * D + threadIdx.x];
+  }
+  __device__ void symmetrise(const float* src) {
+#pragma unroll
+    for (int c = 0; c < D; ++c) a[c] = 0.5f * (a[c] + src[threadIdx.x * D + c]);
   }
 };
 
@@ -262,15 +273,16 @@ template <RecurrentKind K, int D> struct TokenReader {
 };
 
 // Sequence `seq`'s workspace: one checkpoint slot per chunk, then CH scratch slots.
+// The layout is backward_checkpoint_offset's (gpu/recurrent_forward.hpp), which the forward kernel
+// writes checkpoints by.
 template <int D> struct Slots {
   static constexpr int CH = kBackwardChunk;
-  static constexpr long long SLOT = 2LL * D * D + D;
+  static constexpr long long SLOT = backward_slot_floats(D);
   float* ck;
   float* scratch;
   __device__ Slots(float* ws, long long seq, int T) {
-    const long long chunks = (T + CH - 1) / CH;
-    ck = ws + seq * (chunks + CH) * SLOT;
-    scratch = ck + chunks * SLOT;
+    ck = ws + backward_checkpoint_offset(seq, T, D, 0);
+    scratch = ck + (T + CH - 1) / CH * SLOT;
   }
   __device__ float* checkpoint(int c) const { return ck + c * SLOT; }
   __device__ float* step(int i) const { return scratch + i * SLOT; }
@@ -281,8 +293,14 @@ template <int D> struct Slots {
 //   rev(t, tok): step t of the reverse, st holding the state before step t (it must not change it).
 // Pass 1 saves the state before every CH-th step; pass 2 takes the chunks from the last, re-runs the
 // chunk from its checkpoint saving the state before each step, then runs its reverse steps.
+// given: the forward kernel has written the checkpoints (x.checkpoints), so pass 1 is skipped. Its A is
+// symmetric only up to rounding, and the reverse steps read A x as a column walk (A^T x); so A is
+// replaced by (A + A^T) / 2 at each checkpoint load, once per chunk (d loads per thread), rather than
+// making the forward kernel's update symmetric (a multiply more per element on every step of every
+// forward, also the ones no backward follows). The chunk's own re-run keeps it symmetric from there.
 template <int D, class St, class Read, class Fwd, class Rev>
-__device__ __forceinline__ void two_passes(int T, const Slots<D>& ws, St& st, const Read& read, Fwd&& fwd, Rev&& rev) {
+__device__ __forceinline__ void two_passes(int T, bool given, const Slots<D>& ws, St& st, const Read& read, Fwd&& fwd,
+                                           Rev&& rev) {
   constexpr int CH = kBackwardChunk;
   auto forward = [&](int t0, int t1, bool checkpoints) {
     Tok nx = read(t0, false);
@@ -294,12 +312,13 @@ __device__ __forceinline__ void two_passes(int T, const Slots<D>& ws, St& st, co
       fwd(t, cur);
     }
   };
-  forward(0, T, true);
+  if (!given) forward(0, T, true);
   for (int c = (T + CH - 1) / CH - 1; c >= 0; --c) {
     const int t0 = c * CH, t1 = min(T, t0 + CH);
     st.fetch(ws.checkpoint(c));
     __syncthreads();  // every reader of S from the previous chunk's reverse steps is done
     st.commit();
+    if (given) st.A.symmetrise(ws.checkpoint(c) + D * D);  // this thread's column only: no barrier
     __syncthreads();
     forward(t0, t1, false);
     st.fetch(ws.step(t1 - 1 - t0));
@@ -512,7 +531,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
     g.dk[o] = dkf * dphi(in.k);
   };
-  two_passes<D>(x.T, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
+  two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -608,7 +627,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       g.dk[o] = (dzs + dkh) * dphi(in.k);
     }
   };
-  two_passes<D>(x.T, Slots<D>(workspace, seq, x.T), st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
+  two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
 }
 
 template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g,
@@ -647,6 +666,7 @@ cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, co
   if (kind == RecurrentKind::Vla && (!x.u || !g.du)) return cudaErrorInvalidValue;
   if (kind == RecurrentKind::DeltaNet && x.g && !g.dg) return cudaErrorInvalidValue;
   if ((long long)x.B * x.H > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (x.checkpoints && x.checkpoints != workspace) return cudaErrorInvalidValue;  // the checkpoints live in it
   if (x.T == 0) return cudaSuccess;
   switch (kind) {
     case RecurrentKind::Vla: return launch_d<RecurrentKind::Vla>(x, g, p, workspace, stream);

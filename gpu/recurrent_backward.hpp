@@ -14,6 +14,9 @@
 //   g.dq, g.dk, g.dv, g.du (B, H, T, d) outputs, every element written (g.du: VLA only)
 //   g.dg                 (B, H, T)      gated DeltaNet only
 //   workspace            recurrent_backward_workspace_floats(...) floats, scratch (checkpoints)
+//   x.checkpoints        null: the backward makes its checkpoints itself (a forward pass over all T
+//                        steps first). Or == workspace: recurrent_forward has just run with the same x,
+//                        params and x.checkpoints == workspace and left them there; that pass is skipped.
 #include "gpu/recurrent_forward.hpp"
 
 #include <cstddef>
@@ -30,16 +33,14 @@ struct RecurrentGrads {
 };
 
 // Floats of device scratch the backward needs for (B, H, T, d): per sequence, one (S, A, z)
-// checkpoint every kBackwardChunk steps plus one chunk of per-step (S_{t-1}, A_{t-1}, z_{t-1}).
-inline constexpr int kBackwardChunk = 32;
+// checkpoint every kBackwardChunk steps plus one chunk of per-step (S_{t-1}, A_{t-1}, z_{t-1})
+// (layout: backward_checkpoint_offset, gpu/recurrent_forward.hpp).
 inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int d) {
-  const std::size_t slot = 2 * std::size_t(d) * d + d;
-  const std::size_t chunks = (std::size_t(T) + kBackwardChunk - 1) / kBackwardChunk;
-  return std::size_t(B) * H * (chunks + kBackwardChunk) * slot;
+  return std::size_t(backward_checkpoint_offset((long long)B * H, T, d, 0));
 }
 
 // Launches the fused backward on `stream`. d in {16, 32, 64, 128}; anything else returns
-// cudaErrorInvalidValue (a missing pointer too) without launching. d = 128 needs the H100's opt-in
+// cudaErrorInvalidValue (a missing pointer too, or x.checkpoints neither null nor workspace) without launching. d = 128 needs the H100's opt-in
 // shared memory (VLA 199 KiB, linear / DeltaNet 132 KiB per block).
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream = nullptr);

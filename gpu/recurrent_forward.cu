@@ -89,7 +89,7 @@ template <int D> __device__ __forceinline__ float row_dot(const float (&M)[Layou
   return acc;
 }
 
-template <RecurrentKind K, int D, bool STATS>
+template <RecurrentKind K, int D, bool STATS, bool CKPT>
 __global__ void __launch_bounds__(Layout<D>::THREADS)
     recurrent_forward_kernel(const RecurrentTensors x, const RecurrentParams prm) {
   using L = Layout<D>;
@@ -140,6 +140,22 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     float kn = 0.f, qn = 0.f, vn = 0.f, un = 0.f, gn = 0.f;
     if (t + 1 < T) load(t + 1, kn, qn, vn, un, gn);
 
+    // The backward's checkpoint (gpu/recurrent_forward.hpp): the state before step t, every
+    // kBackwardChunk-th step. Thread (i, p) stores its part of row i of S and A; A is stored as this
+    // kernel has it, symmetric only up to rounding (the update below forms (z_i / dc) z_j, not
+    // (z_i z_j) / dc): the backward symmetrises it when it loads a checkpoint.
+    // CKPT is a template flag, not a runtime test, so that the forward without checkpoints compiles as
+    // before (a runtime test raised the VLA kernel at d = 64 from 128 to 155 registers).
+    if (CKPT && t % kBackwardChunk == 0) {
+      float* ck = x.checkpoints + backward_checkpoint_offset(seq, T, D, t / kBackwardChunk);
+      float* row = ck + i * D + p * C;
+#pragma unroll
+      for (int j = 0; j < C; j += 4) {
+        *reinterpret_cast<float4*>(row + j) = make_float4(S[j], S[j + 1], S[j + 2], S[j + 3]);
+        if constexpr (kVla) *reinterpret_cast<float4*>(row + D * D + j) = make_float4(A[j], A[j + 1], A[j + 2], A[j + 3]);
+      }
+      if (writer) ck[2 * D * D + i] = zsum;
+    }
     const float kf = phi(kr), qf = phi(qr);  // lines 8, 24
     zsum += kf;                              // line 25
     if (writer) {
@@ -246,8 +262,10 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
 template <RecurrentKind K, int D>
 cudaError_t launch(const RecurrentTensors& x, const RecurrentParams& p, cudaStream_t s) {
   const dim3 grid(unsigned(x.B) * unsigned(x.H)), block(Layout<D>::THREADS);
-  if (x.stats) recurrent_forward_kernel<K, D, true><<<grid, block, 0, s>>>(x, p);
-  else recurrent_forward_kernel<K, D, false><<<grid, block, 0, s>>>(x, p);
+  if (x.stats && x.checkpoints) recurrent_forward_kernel<K, D, true, true><<<grid, block, 0, s>>>(x, p);
+  else if (x.stats) recurrent_forward_kernel<K, D, true, false><<<grid, block, 0, s>>>(x, p);
+  else if (x.checkpoints) recurrent_forward_kernel<K, D, false, true><<<grid, block, 0, s>>>(x, p);
+  else recurrent_forward_kernel<K, D, false, false><<<grid, block, 0, s>>>(x, p);
   return cudaGetLastError();
 }
 

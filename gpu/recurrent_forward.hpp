@@ -10,11 +10,25 @@
 //   g         (B, H, T)      DeltaNet only: gate logit, beta = sigmoid(g); null = ungated (beta = 1)
 //   o         (B, H, T, d)   output, eq. (11)
 //   stats     (B, H, T, 3)   optional (null = off): ||S_t||_F, ||A_t||_F, delta_t (NaN where a rule has none)
+//   checkpoints              optional (null = off): a recurrent_backward workspace
+//                            (gpu/recurrent_backward.hpp); the forward writes into it the backward's
+//                            checkpoints, so that the backward can skip its own first forward pass
 #include <cuda_runtime.h>
 
 namespace vla::gpu {
 
 enum class RecurrentKind { Vla, Linear, DeltaNet };
+
+// The backward's checkpoints (gpu/recurrent_backward.hpp): the state (S, A, z) before every
+// kBackwardChunk-th step, in slots of 2 d^2 + d floats (S row-major d x d, A row-major d x d, z: d).
+// A sequence's workspace holds its ceil(T / kBackwardChunk) checkpoints, then kBackwardChunk scratch
+// slots; sequence seq = b H + h. Here, not in the backward's header, because the forward writes them too.
+inline constexpr int kBackwardChunk = 32;
+__host__ __device__ constexpr long long backward_slot_floats(int d) { return 2LL * d * d + d; }
+// Offset (floats) of sequence seq's checkpoint c (the state before step c kBackwardChunk) in a workspace.
+__host__ __device__ constexpr long long backward_checkpoint_offset(long long seq, int T, int d, long long c) {
+  return (seq * ((T + kBackwardChunk - 1) / kBackwardChunk + kBackwardChunk) + c) * backward_slot_floats(d);
+}
 
 struct RecurrentParams {
   // Hyper-parameters as core/rules/*.hpp name them (defaults = Algorithm 1's).
@@ -32,6 +46,9 @@ struct RecurrentTensors {
   const float* g = nullptr;  // DeltaNet (optional)
   float* o = nullptr;
   float* stats = nullptr;    // optional
+  // Optional: forward, a workspace to write the backward's checkpoints into; backward, the workspace
+  // itself, saying that the forward has written them (recurrent_backward then skips its first pass).
+  float* checkpoints = nullptr;
   int B = 0, H = 0, T = 0, d = 0;
 };
 

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -58,12 +59,14 @@ Case random_case(Shape s, std::uint64_t seed) {
 }
 
 // The gradients as a list: dq, dk, dv, then du (VLA) or dg (DeltaNet; (B, H, T)); linear has three.
-std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c) {
+// fwd_ck: the forward kernel runs first and writes the checkpoints into the (NaN-poisoned) workspace,
+// and the backward is told so (x.checkpoints): the training path, pass 1 skipped.
+std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool fwd_ck = false) {
   using vla::gpu::DeviceBuffer;
   const Shape s = c.s;
   DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]), gate(c.gate);
   const std::size_t n = c.in[0].size();
-  DeviceBuffer dq(n), dk(n), dv(n), du(n), dg(c.gate.size()),
+  DeviceBuffer dq(n), dk(n), dv(n), du(n), dg(c.gate.size()), o(n),
       ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
   for (auto* b : {&dq, &dk, &dv, &du, &dg, &ws}) b->poison();
   vla::gpu::RecurrentTensors x;
@@ -71,6 +74,11 @@ std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c) {
   x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
   vla::gpu::RecurrentGrads g;
   g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get(); g.dg = dg.get();
+  if (fwd_ck) {
+    x.o = o.get();
+    x.checkpoints = ws.get();
+    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward launch");
+  }
   vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, {}, ws.get()), "recurrent_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
@@ -107,23 +115,40 @@ const char* kind_name(RecurrentKind k) {
   return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
 }
 
-void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uint64_t seed) {
+// Bound on the difference between the backward from the forward kernel's checkpoints and the
+// self-checkpointing one (relative, norm-wise): 16 u. Both are the same reverse pass from states that
+// differ only in rounding (the forward kernel sums in another order; its A is symmetrised at the load),
+// each within a few u of the double reference at these shapes; a wrong checkpoint slot, step or layout,
+// or an A read unsymmetrised, would differ at O(1) (or NaN: the workspace is poisoned).
+constexpr double kPathBound = 16.0 / (1 << 24);
+
+// fwd_ck: the gradients from the forward kernel's checkpoints (run_gpu), checked against the reference
+// at the same bound and against the self-checkpointing backward at kPathBound.
+void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uint64_t seed, bool fwd_ck = false) {
   const char* names[] = {"dq_raw", "dk_raw", "dv", kind == RecurrentKind::Vla ? "du_raw" : "dg"};
+  const std::string label = std::string(kind_name(kind)) + (fwd_ck ? "+fwd-ck" : "");
   for (const Shape& s : shapes) {
     const Case c = random_case(s, seed++);  // fresh inputs per shape
-    const auto gpu = run_gpu(kind, c);
+    const auto gpu = run_gpu(kind, c, fwd_ck);
     const auto ref = run_reference(kind, c);
+    const auto self = fwd_ck ? run_gpu(kind, c) : std::vector<std::vector<float>>{};
     const double tol = fp32_bound(s);
     for (std::size_t a = 0; a < gpu.size(); ++a) {
-      INFO(kind_name(kind) << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
+      INFO(label << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
       bool finite = true;  // every element written (the poison is NaN) and finite
       for (float x : gpu[a]) finite = finite && std::isfinite(x);
       REQUIRE(finite);
       // A failure means the kernel differentiates a different function than the reference (a wrong
       // adjoint term, a wrong chunk / checkpoint index, a race on a shared matrix), not rounding.
       const double e = rel_err(gpu[a], ref[a]);
-      WARN(kind_name(kind) << " backward " << names[a] << " d=" << s.d << " T=" << s.T << ": rel err " << e << " (bound " << tol << ")");
+      WARN(label << " backward " << names[a] << " d=" << s.d << " T=" << s.T << ": rel err " << e << " (bound " << tol << ")");
       CHECK(e <= tol);
+      if (fwd_ck) {
+        const double p = rel_err(gpu[a], std::vector<double>(self[a].begin(), self[a].end()));
+        WARN(label << " " << names[a] << " d=" << s.d << " T=" << s.T << ": vs self-checkpointing " << p / std::ldexp(1.0, -24)
+                   << " u (bound 16 u)");
+        CHECK(p <= kPathBound);
+      }
     }
   }
 }
@@ -160,6 +185,22 @@ TEST_CASE("fused linear attention and DeltaNet backward, small shapes (racecheck
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   check_shapes(RecurrentKind::Linear, kSmallShapes, 1700);
   check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 2700);
+}
+
+TEST_CASE("fused backward from the forward kernel's checkpoints matches the reference and the self-checkpointing backward",
+          "[gpu][bwd-full][bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // The training path (x.checkpoints): the forward kernel writes every 32nd state in its own layout and
+  // rounding, the backward skips its first pass. Same shapes (chunk boundaries, refresh, d = 16 .. 128).
+  check_shapes(RecurrentKind::Vla, kFullShapes, 3500, true);
+  check_shapes(RecurrentKind::Linear, kFullShapes, 4500, true);
+  check_shapes(RecurrentKind::DeltaNet, kFullShapes, 5500, true);
+}
+
+TEST_CASE("fused backward from the forward kernel's checkpoints, small shapes (racecheck run)", "[gpu][bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  check_shapes(RecurrentKind::Vla, kSmallShapes, 3700, true);
+  check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 5700, true);
 }
 
 TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu][bwd]") {
@@ -201,5 +242,8 @@ TEST_CASE("fused backward rejects what it does not implement instead of launchin
   CHECK(vla::gpu::recurrent_backward(RecurrentKind::DeltaNet, x, g, {}, buf.get()) == cudaErrorInvalidValue);
   x.d = 32;
   g.du = nullptr;  // VLA needs somewhere to put dL/du_raw
+  CHECK(vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
+  g.du = buf.get();
+  x.checkpoints = buf.get() + 4;  // checkpoints said to be somewhere other than the workspace it reads
   CHECK(vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
 }
