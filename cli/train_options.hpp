@@ -1,9 +1,18 @@
 #pragma once
-// The options `vla train` and `vla train-gpu` share: the task, the model and the optimiser schedule of
-// core/train/trainer.hpp TrainConfig, with the paper's defaults (Tables 3, 6) and 2000 steps.
+// What `vla train` and `vla train-gpu` share: the options of core/train/trainer.hpp TrainConfig (task,
+// model, optimiser schedule; the paper's defaults, Tables 3, 6, and 2000 steps), the options that control
+// a run (checkpoints, a resumable stop), and the SIGINT stop.
 #include "core/train/trainer.hpp"
 
 #include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+
+namespace vla::cli::detail {
+inline std::atomic<bool> sigint_received{false};  // lock-free: safe to set from a signal handler
+}  // namespace vla::cli::detail
+extern "C" inline void vla_cli_on_sigint(int) { vla::cli::detail::sigint_received = true; }
 
 namespace vla::cli {
 
@@ -26,6 +35,19 @@ inline void add_training_options(CLI::App& app, train::TrainConfig& c, const std
   app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
   app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
   app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
+}
+
+// --checkpoint-every K and --stop-after N (stop resumably after N steps, as SIGINT does).
+inline void add_run_control_options(CLI::App& app, train::TrainConfig& c, int& stop_after) {
+  app.add_option("--checkpoint-every", c.checkpoint_every, "checkpoint every K steps")->capture_default_str();
+  app.add_option("--stop-after", stop_after, "stop (resumably) after this many steps, as SIGINT would");
+}
+
+// From now on SIGINT asks the training to stop after its current step, leaving a resumable checkpoint
+// and a consistent log (train::RunOptions::interrupt is the returned flag).
+inline const std::atomic<bool>* stop_on_sigint() {
+  std::signal(SIGINT, vla_cli_on_sigint);
+  return &detail::sigint_received;
 }
 
 }  // namespace vla::cli

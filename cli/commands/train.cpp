@@ -12,13 +12,9 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
 #include <cstdio>
 
 namespace {
-
-std::atomic<bool> g_interrupt{false};
-extern "C" void on_sigint(int) { g_interrupt = true; }
 
 struct Args {
   vla::train::TrainConfig cfg;
@@ -45,9 +41,8 @@ const vla::cli::RegisterCommand reg{
       auto a = std::make_shared<Args>();
       auto& c = a->cfg;
       vla::cli::add_training_options(app, c, "vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax", "head width");
-      app.add_option("--checkpoint-every", c.checkpoint_every, "checkpoint every K steps")->capture_default_str();
+      vla::cli::add_run_control_options(app, c, a->stop_after);
       app.add_option("--threads", a->threads, "worker threads (0: all cores)")->capture_default_str();
-      app.add_option("--stop-after", a->stop_after, "stop (resumably) after this many steps, as SIGINT would");
       app.add_option("--out", a->out, "output folder");
       app.add_option("--resume", a->resume, "continue the run in this folder (on the device it was trained on)");
       auto* dev = app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, vla/linear/deltanet/softmax; "
@@ -61,13 +56,12 @@ const vla::cli::RegisterCommand reg{
         vla::train::RunOptions ro;
         ro.threads = a->threads;
         ro.stop_after = a->stop_after;
-        ro.interrupt = &g_interrupt;
         const bool tty = isatty(fileno(stderr));
         ro.progress = [tty](const std::string& line) { std::fprintf(stderr, tty ? "\r%s   " : "%s\n", line.c_str()); };
         if (device.name != "cpu") ro.progress_every = 100;  // a GPU step takes milliseconds
         vla::train::TrainResult r;
         std::string dir = a->resume.empty() ? a->out : a->resume;
-        std::signal(SIGINT, on_sigint);
+        ro.interrupt = vla::cli::stop_on_sigint();
         if (a->resume.empty()) {
           if (a->out.empty()) throw std::invalid_argument("--out: an output folder is required (or --resume DIR)");
           r = vla::train::train(a->cfg, a->out, ro, device);

@@ -11,14 +11,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 namespace {
-
-std::atomic<bool> g_interrupt{false};
-extern "C" void on_sigint_train_gpu(int) { g_interrupt = true; }  // a C name: distinct from train.cpp's
 
 struct Args {
   vla::train::TrainConfig cfg;
@@ -35,18 +31,16 @@ const vla::cli::RegisterCommand reg{
       auto a = std::make_shared<Args>();
       auto& c = a->cfg;
       vla::cli::add_training_options(app, c, "vla, linear, deltanet, softmax", "head width (16, 32, 64; softmax also 128)");
-      app.add_option("--checkpoint-every", c.checkpoint_every, "checkpoint every K steps")->capture_default_str();
+      vla::cli::add_run_control_options(app, c, a->stop_after);
       app.add_option("--seeds", a->seeds, "several runs: these seeds (x --mixers), concurrently on one GPU, in OUT/<mixer>_seed<S>")->delimiter(',');
       app.add_option("--mixers", a->mixers, "several runs: these mixers (x --seeds)")->delimiter(',');
       app.add_option("--out", a->out, "output folder (log.csv, summary.json, checkpoint.bin)")->required();
-      app.add_option("--stop-after", a->stop_after, "stop (resumably) after this many steps, as SIGINT would");
       app.add_flag("--resume", a->resume, "continue the run(s) in --out (with the same --seeds/--mixers; the other options "
                                           "come from the checkpoints)");
       app.final_callback([a] {
         vla::train::RunOptions ro;
         ro.stop_after = a->stop_after;
-        ro.interrupt = &g_interrupt;
-        std::signal(SIGINT, on_sigint_train_gpu);
+        ro.interrupt = vla::cli::stop_on_sigint();
         auto progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
         auto stopped = [](const vla::train::TrainResult& r) { return r.interrupted ? " (stopped: resume with --resume)" : ""; };
         if (!a->seeds.empty() || !a->mixers.empty()) {
