@@ -66,12 +66,16 @@ struct GpuModel::Impl {
   int B = 0, T = 0, N = 0;
   struct Layer {
     DeviceBuffer xhat1, rstd1, H1, Q, K, V, U, G, qb, kb, vb, ub, gb, ob, O, xhat2, rstd2, H2, Z1, A1;
+    // Recurrent mixers: this layer's backward workspace, which its forward fills with the backward's
+    // checkpoints (x.checkpoints), so the backward skips its own first forward pass. One per layer: all
+    // forwards run before the first backward.
+    DeviceBuffer ck;
   };
   std::vector<Layer> L;
   DeviceBuffer X, xhatf, rstdf, HF, logits, dlogits, ce, correct, tokens, targets;
   DeviceBuffer stats;                      // (L, B, H, T, 3): the fused forward's ||S_t||_F, ||A_t||_F, delta_t
   SoftmaxAttentionPlan plan;               // softmax: query chunking of the score workspace `work`
-  DeviceBuffer dX, dH, dF, dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG, work, partials;
+  DeviceBuffer dX, dH, dF, dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG, work, partials;  // work: softmax only
 
   float* p(int i) const { return P.get() + off[i]; }
   float* g(int i) const { return G.get() + off[i]; }
@@ -117,7 +121,7 @@ struct GpuModel::Impl {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
     } else {
-      work = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
+      for (auto& y : L) y.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
     }
   }
 
@@ -259,7 +263,10 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     check_launch(bthc_to_bhtc(y.K.get(), B, T, H, dh, y.kb.get(), m.stream), "permute k");
     check_launch(bthc_to_bhtc(y.V.get(), B, T, H, dh, y.vb.get(), m.stream), "permute v");
     x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get(); x.o = y.ob.get();
-    if (backward && !m.softmax) x.stats = m.stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
+    if (backward && !m.softmax) {
+      x.stats = m.stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
+      x.checkpoints = y.ck.get();                            // for this layer's backward
+    }
     if (m.kind == RecurrentKind::Vla) {
       // u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows.
       const float one = 1.f, zero = 0.f;
@@ -354,8 +361,10 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     if (m.gated) rg.dg = m.dgb.get();
     if (m.softmax)
       softmax_attention_backward(m.blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, m.plan, m.work.get());
-    else
-      check_launch(recurrent_backward(m.kind, x, rg, rp, m.work.get(), m.stream), "recurrent_backward");
+    else {
+      x.checkpoints = y.ck.get();  // written by this layer's forward above
+      check_launch(recurrent_backward(m.kind, x, rg, rp, y.ck.get(), m.stream), "recurrent_backward");
+    }
     check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), m.stream), "permute dq");
     check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), m.stream), "permute dk");
     check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), m.stream), "permute dv");
