@@ -70,9 +70,9 @@ const vla::cli::RegisterCommand reg{
                      1e3 * wall / double(std::max(1L, run_steps)));
           return;
         }
-        const auto r = a->resume ? vla::gpu::train::resume_gpu(a->out, [&] { auto o = ro; o.progress = progress; o.progress_every = 100; return o; }())
-                                 : vla::gpu::train::train_gpu(a->cfg, a->out, [&] { auto o = ro; o.progress = progress;
-                                                                                     o.progress_every = std::max(1, a->cfg.steps / 10); return o; }());
+        ro.progress = progress;
+        ro.progress_every = 0;  // every ~10% of the steps
+        const auto r = a->resume ? vla::gpu::train::resume_gpu(a->out, ro) : vla::gpu::train::train_gpu(a->cfg, a->out, ro);
         fmt::print("final loss {:.6f}, eval exact match {:.4f}, {:.3f} ms/step, {:.1f} s{}; wrote {}/log.csv, summary.json, checkpoint.bin\n",
                    r.final_loss, r.eval_accuracy, r.step_ms, r.wall_s, stopped(r), a->out);
       });

@@ -274,6 +274,7 @@ TrainResult run(Checkpoint ck, StepEngine& e, const std::filesystem::path& dir, 
   double eval_acc = std::nan("");
   double last_loss = ck.log.empty() ? std::nan("") : ck.log.back()[1];
   const int start = ck.step;
+  const int progress_every = ro.progress_every > 0 ? ro.progress_every : std::max(1, c.steps / 10);
   const bool write = !dir.empty();
   auto checkpoint = [&] {
     ck.wall_s = elapsed();
@@ -310,7 +311,7 @@ TrainResult run(Checkpoint ck, StepEngine& e, const std::filesystem::path& dir, 
     std::vector<double> row{double(ck.step), br.loss, br.accuracy, lr, gnorm, eval_acc};
     for (int l = 0; l < c.model.layers; ++l) { row.push_back(br.S_fro[l]); row.push_back(br.A_fro[l]); }
     ck.log.push_back(row);
-    if (ro.progress && ((ck.step - start) % std::max(1, ro.progress_every) == 0 || ck.step == c.steps)) {
+    if (ro.progress && ((ck.step - start) % progress_every == 0 || ck.step == c.steps)) {
       const double el = elapsed() - wall0, per = el / (ck.step - start);
       ro.progress(fmt::format("step {}/{}  loss {:.4f}  acc {:.3f}{}  {}  ETA {:.0f} s", ck.step, c.steps, br.loss,
                               br.accuracy, std::isnan(eval_acc) ? "" : fmt::format("  eval {:.3f}", eval_acc),

@@ -44,7 +44,8 @@ struct RunOptions {
   int stop_after = -1;                      // stop (as if interrupted) after this many steps; -1 never
   const std::atomic<bool>* interrupt = nullptr;  // set by SIGINT: checkpoint and stop
   std::function<void(const std::string&)> progress;  // progress line, or empty
-  int progress_every = 1;                   // a progress line every K steps (and at the last step)
+  int progress_every = 1;                   // a progress line every K steps (and at the last step); 0: every
+                                            // ~10% of the run's steps, max(1, steps / 10), also on resume
 };
 
 // Loss and (when grad != nullptr) the mean gradient of a batch.

@@ -52,10 +52,10 @@ class GpuEngine final : public vla::train::StepEngine {
   cudaStream_t stream_;
 };
 
-vla::train::RunOptions with_progress(const std::function<void(const std::string&)>& progress, int steps) {
+vla::train::RunOptions with_progress(const std::function<void(const std::string&)>& progress) {
   vla::train::RunOptions ro;
   ro.progress = progress;
-  ro.progress_every = std::max(1, steps / 10);
+  ro.progress_every = 0;  // every ~10% of the steps: a GPU step takes milliseconds
   return ro;
 }
 
@@ -80,14 +80,14 @@ GpuTrainResult resume_gpu(const std::filesystem::path& dir, const vla::train::Ru
 
 GpuTrainResult train_gpu(const vla::train::TrainConfig& cfg, const std::filesystem::path& dir,
                          const std::function<void(const std::string&)>& progress, cudaStream_t stream) {
-  return train_gpu(cfg, dir, with_progress(progress, cfg.steps), stream);
+  return train_gpu(cfg, dir, with_progress(progress), stream);
 }
 
 namespace {
 // One host thread and one non-blocking stream per run; one(i, run options, stream) runs run i.
 template <class One>
 std::vector<GpuTrainResult> run_many(std::size_t n, const std::function<void(const std::string&)>& progress,
-                                     const vla::train::RunOptions& ro, const std::vector<int>& steps, One one) {
+                                     const vla::train::RunOptions& ro, One one) {
   require_device();
   std::vector<GpuTrainResult> res(n);
   std::vector<std::exception_ptr> err(n);
@@ -100,10 +100,9 @@ std::vector<GpuTrainResult> run_many(std::size_t n, const std::function<void(con
         check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
         vla::train::RunOptions r = ro;  // stop_after and interrupt stop every run
         r.progress = nullptr;
-        if (progress) {
+        r.progress_every = 0;  // every ~10% of the run's steps
+        if (progress)
           r.progress = [&, i](const std::string& line) { std::lock_guard<std::mutex> lk(mu); progress(fmt::format("run {}: {}", i, line)); };
-          r.progress_every = steps.empty() ? 100 : std::max(1, steps[i] / 10);
-        }
         res[i] = one(i, r, s);
       } catch (...) {
         err[i] = std::current_exception();
@@ -122,9 +121,8 @@ std::vector<GpuTrainResult> train_gpu_many(const std::vector<vla::train::TrainCo
                                            const std::function<void(const std::string&)>& progress,
                                            const vla::train::RunOptions& ro) {
   if (dirs.size() != cfgs.size()) throw std::invalid_argument("train_gpu_many: one output folder per run");
-  std::vector<int> steps;
-  for (const auto& c : cfgs) { c.validate(); validate_gpu_config(c.model); steps.push_back(c.steps); }  // reject before any run starts
-  return run_many(cfgs.size(), progress, ro, steps, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
+  for (const auto& c : cfgs) { c.validate(); validate_gpu_config(c.model); }  // reject before any run starts
+  return run_many(cfgs.size(), progress, ro, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
     return train_gpu(cfgs[i], dirs[i], r, s);
   });
 }
@@ -135,7 +133,7 @@ std::vector<GpuTrainResult> resume_gpu_many(const std::vector<std::filesystem::p
   for (const auto& d : dirs)  // reject before any run continues: a missing or non-GPU checkpoint
     if (const auto dev = vla::train::checkpoint_device(d); dev != "cuda")
       throw std::invalid_argument(fmt::format("--device: the run in '{}' was trained on {}; resume it with `vla train --resume`", d.string(), dev));
-  return run_many(dirs.size(), progress, ro, {}, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
+  return run_many(dirs.size(), progress, ro, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
     return resume_gpu(dirs[i], r, s);
   });
 }

@@ -65,6 +65,28 @@ TEST_CASE("resume reproduces the uninterrupted run exactly", "[train]") {
   CHECK(fs::exists(d / "log.csv"));
 }
 
+TEST_CASE("progress_every 0 gives a line every ~10% of the run's steps, also on resume", "[train]") {
+  // 20 steps: a line every 2 steps. Resumed after a stop at 7: every 2 steps counted from the resume
+  // (9, 11, .., 19) and the last. A failure means the loop does not resolve 0 from the run's own step
+  // count (on resume the caller does not know it), or a line at every step (0 taken as 1).
+  auto c = tiny("vla");
+  c.steps = 20;
+  std::vector<std::string> lines;
+  train::RunOptions ro;
+  ro.progress = [&](const std::string& l) { lines.push_back(l); };
+  ro.progress_every = 0;
+  ro.stop_after = 7;
+  const fs::path d = tmpdir("progress");
+  train::train(c, d, ro);
+  CHECK(lines.size() == 3);  // steps 2, 4, 6
+  lines.clear();
+  ro.stop_after = -1;
+  train::resume(d, ro);
+  REQUIRE(lines.size() == 7);  // steps 9, 11, .., 19, 20
+  CHECK(lines.front().rfind("step 9/20", 0) == 0);
+  CHECK(lines.back().rfind("step 20/20", 0) == 0);
+}
+
 TEST_CASE("bad training configs are rejected before any work", "[train]") {
   // Each must throw std::invalid_argument naming the parameter, and create no output folder.
   auto rejects = [](train::TrainConfig c, const std::string& param) {
