@@ -1,28 +1,13 @@
 #pragma once
-// phi(x) = ELU(x) + 1, the positive feature map of linear attention (paper eq. 3, Alg. 1 lines 8, 24).
-// phi(x) = x + 1 for x > 0 and exp(x) for x <= 0, so phi > 0 everywhere and phi'(x) = min(1, exp(x)).
+// phi(x) = ELU(x) + 1, the positive feature map of linear attention (paper eq. 3, Alg. 1 lines 8, 24),
+// applied to a vector, and the unit-norm map of Alg. 1 lines 9, 10, 20. The scalar phi is core/phi.hpp.
+#include "core/phi.hpp"  // the scalar phi, phi', sigmoid (shared with the CUDA kernels)
 #include "core/scalar.hpp"
 
 namespace vla {
 
-template <class T> inline T elu_plus_one(const T& x) {
-  using std::exp;
-  return x > T(0) ? T(x + T(1)) : T(exp(x));
-}
-
 template <class T> inline Vec<T> elu_plus_one(const Vec<T>& x) {
   return x.unaryExpr([](const T& a) { return elu_plus_one(a); });
-}
-
-// d phi / dx, used by the backward passes.
-template <class T> inline T elu_plus_one_grad(const T& x) {
-  using std::exp;
-  return x > T(0) ? T(1) : T(exp(x));
-}
-
-template <class T> inline T sigmoid(const T& x) {
-  using std::exp;
-  return T(1) / (T(1) + T(exp(-x)));
 }
 
 // x / ||x||; a zero vector stays zero (its direction is undefined, and writing nothing is the

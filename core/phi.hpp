@@ -1,0 +1,34 @@
+#pragma once
+// The scalar feature map and gate every rule uses, written once for the CPU templates (any scalar:
+// float, double, Eigen::half, Eigen::bfloat16, MPFR; exp found by argument-dependent lookup) and for
+// the CUDA kernels (float, in device code). Plain C++17, no Eigen, so nvcc-compiled kernels include it.
+//
+//   phi(x) = ELU(x) + 1 = x + 1 (x > 0), exp(x) (x <= 0)   paper eq. (3), Alg. 1 lines 8 and 24
+//   phi'(x) = 1 (x > 0), exp(x) (x <= 0)                   so phi > 0 and 0 < phi' <= 1 everywhere
+//   sigmoid(g) = 1 / (1 + exp(-g))                          DeltaNet's gate beta_t, eq. (4)
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define VLA_HOST_DEVICE __host__ __device__
+#else
+#define VLA_HOST_DEVICE
+#endif
+
+namespace vla {
+
+template <class T> VLA_HOST_DEVICE inline T elu_plus_one(const T& x) {
+  using std::exp;
+  return x > T(0) ? T(x + T(1)) : T(exp(x));
+}
+
+template <class T> VLA_HOST_DEVICE inline T elu_plus_one_grad(const T& x) {
+  using std::exp;
+  return x > T(0) ? T(1) : T(exp(x));
+}
+
+template <class T> VLA_HOST_DEVICE inline T sigmoid(const T& x) {
+  using std::exp;
+  return T(1) / (T(1) + T(exp(-x)));
+}
+
+}  // namespace vla
