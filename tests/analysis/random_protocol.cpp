@@ -16,12 +16,20 @@
 using namespace vla;
 using namespace vla::analysis;
 
+namespace {
+// A short run of the protocol: T = 60, d = 6, two seeds, the three rules of Fig. 4.
+RandomProtocol small_protocol() {
+  RandomProtocol p;
+  p.T = 60;
+  p.d_head = 6;
+  p.seeds = {3, 4};
+  p.mixers = {"linear", "deltanet", "vla"};
+  return p;
+}
+}  // namespace
+
 TEST_CASE("random protocol: the layer run and the head stream see the same inputs", "[analysis]") {
-  RandomProtocol n;
-  n.T = 60;
-  n.d_head = 6;
-  n.seeds = {3, 4};
-  n.mixers = {"linear", "deltanet", "vla"};
+  const RandomProtocol n = small_protocol();
   const auto runs = protocol_trajectories(n, "double");
   REQUIRE(runs.size() == n.mixers.size());
   // Both compute in double from the same weights and x_t; only the projections' summation order may
@@ -51,14 +59,8 @@ TEST_CASE("random protocol: the layer run and the head stream see the same input
 }
 
 TEST_CASE("random protocol: the norm analysis is the Fig. 4 study in double, bit for bit", "[analysis]") {
-  NormConfig n;
-  n.T = 40;
-  n.d_head = 5;
-  n.seeds = {3, 4};
-  n.mixers = {"linear", "deltanet", "vla"};
-  studies::StabilityConfig s;
-  static_cast<RandomProtocol&>(s) = n;
-  s.precision = "double";
+  const NormConfig n{small_protocol()};
+  const studies::StabilityConfig s{small_protocol(), "double"};
   const auto rn = run_norms(n);
   const auto rs = studies::run_stability(s);
   REQUIRE(rs.trajectories.size() == n.mixers.size());
