@@ -33,6 +33,11 @@ struct AtlasTrajectory {
   int renorms = 0;               // steps where S was renormalised
 };
 
+// lambda_min((A + A^T) / 2) in double. The symmetric part: SelfAdjointEigenSolver reads one triangle;
+// rounding may make A slightly asymmetric and positive definiteness is a property of the symmetric
+// part. Compiled once (atlas_trajectory.cpp) for every precision's run.
+double min_eigenvalue_of_symmetric_part(const Mat<double>& A);
+
 // The run in P (one of AtlasPrecisions), defined in atlas_trajectory_impl.hpp and instantiated once
 // per precision by generated translation units (core/precision_instances.cmake).
 template <class P>

@@ -5,8 +5,6 @@
 #include "analysis/atlas_trajectory.hpp"
 #include "analysis/rule_zoo.hpp"
 
-#include <Eigen/Eigenvalues>
-
 namespace vla::analysis {
 
 template <class P>
@@ -25,10 +23,7 @@ AtlasTrajectory atlas_trajectory_in(const std::string& mixer, const MixerConfig&
         if constexpr (requires { state.tracker; }) {
           const Mat<double> A = cast_matrix<double>(state.tracker.A(0));  // (d, d)
           if (all_finite(A)) {
-            // The symmetric part: SelfAdjointEigenSolver reads one triangle; rounding may make A
-            // slightly asymmetric and positive definiteness is a property of the symmetric part.
-            const Mat<double> As = (A + A.transpose()) / 2;
-            lmin = Eigen::SelfAdjointEigenSolver<Mat<double>>(As, Eigen::EigenvaluesOnly).eigenvalues()(0);
+            lmin = min_eigenvalue_of_symmetric_part(A);
             if (!(lmin > 0) && r.first_A_not_pd == 0) r.first_A_not_pd = t;
           } else {
             finite = false;

@@ -16,6 +16,7 @@ void AtlasConfig::validate() const {
   if (mixers.empty() || precisions.empty() || policies.empty())
     throw std::invalid_argument("--mixers/--precisions/--policies: none may be empty");
   for (const auto& p : policies) apply_policy(base, p, renorm_threshold);
+  for (const auto& p : precisions) with_precision_in<AtlasPrecisions>(p, "--precisions", [](auto) {});
   base.penalty.validate();
 }
 

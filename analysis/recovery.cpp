@@ -83,6 +83,7 @@ void RecoveryConfig::validate() const {
   for (int n : ns)
     if (n < 1) throw std::invalid_argument(fmt::format("--n: must be >= 1, got {}", n));
   for (const auto& k : key_kinds) parse_key_kind(k);
+  for (const auto& p : precisions) with_precision_in<RecoveryPrecisions>(p, "--precisions", [](auto) {});
   if (!(rls_lambda0 > 0)) throw std::invalid_argument("--rls-lambda0: must be > 0");
   base.penalty.validate();
 }
@@ -147,7 +148,7 @@ std::string write_recovery(const RecoveryConfig& cfg, const std::vector<Recovery
       }
       const auto stem = fmt::format("recovery_{}_{}", kname, p);
       table.write(dir / (stem + ".csv"));
-      if (p == "double" && table.rows().size() > 1) {
+      if (p == Precision<double>::name() && table.rows().size() > 1) {
         PlotSpec ps = plot_spec(fmt::format("Recovery error after n writes, {} keys, d_h = {} ({})", kname, cfg.d_head, p),
                                 "n / d_h", "max_i ||S_n k_i - v_i|| / ||v_i|| (log scale)", true);
         ps.with = "linespoints";

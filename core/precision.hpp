@@ -9,7 +9,7 @@
 //
 // The precisions the toolkit runs are the rows of core/precisions.def, gathered here into the type
 // list `Precisions`; with_precision dispatches a name over it, and a use that runs only some of them
-// takes a filter of it (PrecisionList::filter), never a list of its own.
+// takes a filter or a sub-list of it (PrecisionList::filter, ::sub), never a list of its own.
 #include "core/scalar.hpp"
 
 #include <fmt/format.h>
@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace vla {
@@ -101,9 +102,7 @@ template <class List, class... Qs> struct Sub {
   static_assert((List::template contains<Qs> && ...), "PrecisionList::sub: a precision that is not in the list");
   using type = typename List::template filter<OneOf<Qs...>::template keep>;
 };
-}  // namespace detail
 
-namespace detail {
 template <class List, class F, class P, class... Rest>
 decltype(auto) dispatch_precision(std::string_view name, std::string_view flag, F& f, PrecisionList<P, Rest...>) {
   if (name == P::name()) return f(P{});
