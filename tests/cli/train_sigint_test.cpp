@@ -33,13 +33,6 @@ using namespace vla::test;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Starts `kVla args...` with stdout and stderr to `log`, SIGINT at its default disposition and unblocked
 // (a test runner may start us with SIGINT ignored or blocked; the child must receive it).
 pid_t spawn_vla(const std::vector<std::string>& args, const fs::path& log) {
