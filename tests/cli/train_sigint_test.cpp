@@ -87,7 +87,7 @@ int wait_exit(pid_t pid) {
   }
 }
 
-// The step stored in a checkpoint, after checking its magic (trainer.cpp: magic "VLACKPT1", u64 length of
+// The step stored in a checkpoint, after checking its magic (core/train/checkpoint.hpp: magic "VLACKPT1", u64 length of
 // the config JSON, the JSON, i64 step, f64 wall time, ...). Also returns the wall time's byte offset.
 struct CheckpointHead {
   std::int64_t step = -1;
