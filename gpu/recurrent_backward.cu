@@ -26,7 +26,7 @@
 // and thread j never reads another thread's column of A: A needs no sharing at all. That is what makes
 // d = 128 fit: S, dS, dA padded are 3 x 128 x 129 floats = 198 KB of the H100's 227 KB per block, and
 // a fourth (A) does not fit (264 KB in all); so at d = 128 thread j holds its column of A in 128
-// registers (AColumn<.., kRegs>), at d <= 64 in shared memory as before (registers there are taken by
+// registers (AColumn<.., kRegs>), at d <= 64 in shared memory (registers there are taken by
 // the slot prefetch below). Splitting rows across warps or CTAs was the alternative: it would change
 // every mat-vec and reduction of the kernel and add cross-CTA synchronisation per step, for a layout
 // that the symmetry of A makes unnecessary.
@@ -90,8 +90,8 @@ template <int D, int U, class Body> __device__ __forceinline__ void walk(Body&& 
 // The barrier also publishes the caller's earlier shared writes and orders every shared access before the
 // call against every one after it; callers rely on that. The partials alternate between two buffers: a
 // thread that runs ahead into the next call writes the other one, and by the call after that every
-// thread has passed the next call's barrier, so has finished reading. (Before: every thread summed all
-// d partials from shared memory between two barriers; docs/gpu.md has both timings.)
+// thread has passed the next call's barrier, so has finished reading. Why shuffles first: a sum then
+// costs one barrier, not two, and no thread reads d partials from shared memory.
 template <int D> struct BlockSum {
   static constexpr int LANES = D < 32 ? D : 32, NW = D / LANES, NRED = Smem<D>::NRED;
   static constexpr int FLOATS = 2 * NRED * NW;  // shared floats it needs

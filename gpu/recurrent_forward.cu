@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     // kBackwardChunk-th step. Thread (i, p) stores its part of row i of S and A; A is stored as this
     // kernel has it, symmetric only up to rounding (the update below forms (z_i / dc) z_j, not
     // (z_i z_j) / dc): the backward symmetrises it when it loads a checkpoint.
-    // CKPT is a template flag, not a runtime test, so that the forward without checkpoints compiles as
-    // before (a runtime test raised the VLA kernel at d = 64 from 128 to 155 registers).
+    // CKPT is a template flag, not a runtime test, so that the forward without checkpoints keeps its
+    // register budget (a runtime test takes the VLA kernel at d = 64 from 128 to 155 registers).
     if (CKPT && t % kBackwardChunk == 0) {
       float* ck = x.checkpoints + backward_checkpoint_offset(seq, T, D, t / kBackwardChunk);
       float* row = ck + i * D + p * C;

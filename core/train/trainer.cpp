@@ -173,8 +173,8 @@ double evaluate(const TrainConfig& c, StepEngine& e) {
 
 // Checkpoint: a binary file written atomically; magic, config JSON, step, wall time, the log rows,
 // then parameters and the two Adam moments as (rows, cols, float data) per tensor. The device is a key
-// "device" of the config JSON, written only when it is not "cpu": CPU checkpoints stay byte for byte
-// what they were before devices were recorded, and those older checkpoints load as "cpu".
+// "device" of the config JSON, written only when it is not "cpu": a CPU checkpoint keeps the key-less
+// format, and any checkpoint without the key loads as "cpu".
 struct Checkpoint {
   TrainConfig cfg;
   std::string device = "cpu";

@@ -1,5 +1,5 @@
 #pragma once
-// The training loop (issue 4): float32 model, AdamW, warm-up + cosine schedule, global-norm
+// The training loop: float32 model, AdamW, warm-up + cosine schedule, global-norm
 // clipping, checkpoints, CSV log, JSON summary, SIGINT stop, resume. One loop for every device: it
 // drives a StepEngine (core/train/step_engine.hpp); the CPU engine (data-parallel over the batch) is
 // the default, the GPU engine is gpu/train/trainer.hpp's cuda_device().
@@ -76,8 +76,8 @@ TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, 
 // continue: the devices sum in different orders, so the continued run would not be the run the
 // checkpoint came from (resume's promise is the uninterrupted run, bit for bit).
 TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro, const Device& device = cpu_device());
-// The device a checkpoint was trained on: "cpu" for checkpoints written before the device was
-// recorded. Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
+// The device a checkpoint was trained on: "cpu" when it has no "device" key (CPU runs write none).
+// Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
 std::string checkpoint_device(const std::filesystem::path& out_dir);
 
 }  // namespace vla::train

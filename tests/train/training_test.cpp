@@ -152,8 +152,8 @@ TEST_CASE("resume refuses a device other than the run's, naming --device; CPU ch
   CHECK(rest.steps_run == 3);
   CHECK(rest.losses == train::train(c, {}, {}).losses);  // same engine: the uninterrupted run (written nowhere)
 
-  // A CPU run's checkpoint has no "device" key (byte for byte the format of checkpoints written before
-  // devices were recorded), and such a checkpoint reads as "cpu"; a missing one is named.
+  // A CPU run's checkpoint has no "device" key (CPU checkpoints keep the key-less format), and such a
+  // checkpoint reads as "cpu"; a missing one is named.
   const fs::path e = tmpdir("device_cpu");
   train::train(c, e, stop);
   CHECK(train::checkpoint_device(e) == "cpu");
