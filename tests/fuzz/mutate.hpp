@@ -17,7 +17,7 @@ class Mutator {
   char byte() { return static_cast<char>(gen_() & 0xff); }
 
   // One of: flip a bit, set a byte to any value, truncate, extend with random bytes, insert random
-  // bytes, erase a range, duplicate a range. Sizes stay small: `s` grows by at most 64 bytes.
+  // bytes, erase a range, duplicate a range. Each adds at most 64 bytes, so inputs stay small.
   std::string mutate_once(std::string s) {
     switch (below(7)) {
       case 0:
