@@ -285,6 +285,13 @@ int GpuModel::Impl::upload_batch(const vla::train::Batch& batch) {
   if (nb == 0) throw std::invalid_argument("--batch: must be >= 1");
   const int nt = int(batch.tokens[0].size());
   if (nt > cfg.max_len) throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional table ({} rows)", nt, cfg.max_len));
+  // One (B, T) block: a shorter sequence would be read past its end, a longer one cut.
+  if (int(batch.targets.size()) != nb)
+    throw std::invalid_argument(fmt::format("batch: {} token sequences but {} target sequences", nb, batch.targets.size()));
+  for (int b = 0; b < nb; ++b)
+    if (int(batch.tokens[b].size()) != nt || int(batch.targets[b].size()) != nt)
+      throw std::invalid_argument(fmt::format("batch: sequence {} has {} tokens and {} targets (the GPU path needs T = {} for every sequence)", b,
+                                              batch.tokens[b].size(), batch.targets[b].size(), nt));
   allocate(nb, nt);
   const int V = cfg.vocab;
   std::vector<int> tok(N), tgt(N);
