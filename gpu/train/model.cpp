@@ -528,7 +528,7 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
 
   // ---- backward (reverse order of the forward; every weight gradient adds into the zeroed G) ----
   check(cudaMemsetAsync(m.G.get(), 0, m.G.size() * sizeof(float), m.stream), "cudaMemset G");
-  m.head_backward();  // dX
+  m.head_backward();  // dX = dL/dX of the last block's output
   for (int l = m.cfg.layers - 1; l >= 0; --l) {
     auto& y = m.L[l];
     m.ffn_backward(l, y.ln2.Y.get(), y.ffn);                                       // dH = dL/dH2
