@@ -3,8 +3,8 @@
 // u64 length of the config JSON, the config JSON, i64 step, f64 wall time, i64 AdamW step, u64 log rows,
 // u64 log columns, the log rows (f64), then the parameters and the two AdamW moments as (i64 rows,
 // i64 cols, float data) per tensor. The device is a key "device" of the config JSON, written only when
-// it is not "cpu": CPU checkpoints keep the format they had before devices were recorded, and those
-// load as "cpu".
+// it is not "cpu": a CPU checkpoint keeps the key-less format, and any checkpoint without the key loads
+// as "cpu". A mixer knob the config lacks loads as its default (TrainConfig::from_json).
 #include "core/model/params.hpp"
 #include "core/train/adamw.hpp"
 #include "core/train/train_config.hpp"

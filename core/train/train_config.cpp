@@ -72,8 +72,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   c.model.mixer.mixer = j.at("mixer"); c.model.vocab = j.at("vocab"); c.model.d_model = j.at("d_model");
   c.model.heads = j.at("heads"); c.model.d_head = j.at("d_head"); c.model.ffn = j.at("ffn"); c.model.layers = j.at("layers");
   c.model.max_len = j.at("max_len");
-  // A knob the JSON lacks keeps its default: checkpoints store only the knobs the toolkit had when they
-  // were written (at first lambda0, eps, refresh_period, refresh_eta).
+  // A knob the JSON lacks keeps its default, so a checkpoint that stores only some of the knobs (lambda0,
+  // eps, refresh_period and refresh_eta alone, say) still resumes.
   for_each_knob(c.model.mixer, [&](const auto& k) {
     using T = typename std::decay_t<decltype(k)>::value_type;
     if (const auto it = j.find(std::string(k.name)); it != j.end()) k.value = knob_from_json<T>(*it, k.name);

@@ -58,8 +58,8 @@ std::vector<TrainResult> train_many(const std::vector<TrainConfig>& cfgs, const 
 // Continues the runs in dirs (each as resume()), once every checkpoint is found to be a run of `device`.
 std::vector<TrainResult> resume_many(const std::vector<std::filesystem::path>& dirs, const RunOptions& ro,
                                      const Device& device = cpu_device());
-// The device a checkpoint was trained on: "cpu" for checkpoints written before the device was
-// recorded. Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
+// The device a checkpoint was trained on: "cpu" when it has no "device" key (CPU runs write none).
+// Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
 std::string checkpoint_device(const std::filesystem::path& out_dir);
 
 }  // namespace vla::train

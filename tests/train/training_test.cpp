@@ -155,8 +155,8 @@ TEST_CASE("resume refuses a device other than the run's, naming --device, and CP
   CHECK(rest.steps_run == 3);
   CHECK(rest.losses == train::train(c, {}, {}).losses);  // same engine: the uninterrupted run (written nowhere)
 
-  // A CPU run's checkpoint has no "device" key (byte for byte the format of checkpoints written before
-  // devices were recorded), and such a checkpoint reads as "cpu"; a missing one is named.
+  // A CPU run's checkpoint has no "device" key (CPU checkpoints keep the key-less format), and such a
+  // checkpoint reads as "cpu"; a missing one is named.
   const fs::path e = tmpdir("device_cpu");
   train::train(c, e, stop);
   CHECK(train::checkpoint_device(e) == "cpu");
@@ -166,13 +166,13 @@ TEST_CASE("resume refuses a device other than the run's, naming --device, and CP
   CHECK_THROWS_WITH(train::checkpoint_device(tmpdir("device_none")), Catch::Contains("--resume"));
 }
 
-TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint without the newer knobs resumes with their defaults", "[train]") {
+TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with only some of them resumes with the defaults of the others", "[train]") {
   // (1) Every knob of MixerConfig survives TrainConfig's JSON, and a run with non-default knobs stopped
   // and resumed equals the uninterrupted run (the resumed run read its knobs from the checkpoint).
   // (2) A checkpoint whose config holds only lambda0, eps, refresh_period and refresh_eta of the knobs
-  // (the config the checkpoint format started with) loads with the other knobs at their defaults and
-  // resumes to the uninterrupted default run. A failure means a knob is lost on resume (the continued
-  // run is another run) or older checkpoints can no longer be continued.
+  // (as the checkpoints of the toolkit's first releases do) loads with the other knobs at their defaults
+  // and resumes to the uninterrupted default run. A failure means a knob is lost on resume (the
+  // continued run is another run) or such checkpoints can no longer be continued.
   auto c = tiny("vla");
   auto& k = c.model.mixer;
   k.penalty.lambda0 = 0.25; k.penalty.eps = 1e-3; k.penalty.refresh_period = 3; k.penalty.refresh_eta = 0.01;
@@ -204,9 +204,9 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint withou
   CHECK(rest.losses == full.losses);
   CHECK(rest.losses != train::train(tiny("vla"), {}, {}).losses);  // the knobs matter to this run
 
-  // (2) The default run's checkpoint, rewritten with the first format's config keys only.
+  // (2) The default run's checkpoint, rewritten without the five other knobs.
   const auto plain = tiny("vla");
-  const fs::path e = tmpdir("knobs_old");
+  const fs::path e = tmpdir("knobs_some");
   train::train(plain, e, stop);
   std::ifstream in(e / "checkpoint.bin", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
