@@ -4,6 +4,7 @@
 // its name in kMixerNames.
 #include "core/rules/delta_net.hpp"
 #include "core/rules/linear_attention.hpp"
+#include "core/rules/mixer_config.hpp"
 #include "core/rules/softmax.hpp"
 #include "core/rules/vla.hpp"
 
@@ -13,18 +14,6 @@ namespace vla {
 
 inline constexpr std::string_view kMixerNames =
     "vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax";
-
-// Everything the command line can say about a mixer. One eps serves every denominator (paper:
-// "eps = 1e-4 for all denominators").
-struct MixerConfig {
-  std::string mixer = "vla";
-  PenaltyOptions penalty;              // VLA: lambda0, eps, delta policy, refresh, rank
-  bool renormalise_S = false;          // MemoryMatrixManager renormalisation (default off, 001)
-  double renorm_threshold = std::numeric_limits<double>::infinity();
-  bool deltanet_gated = true;
-
-  bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
-};
 
 // Calls f(rule) with the rule object for cfg.mixer in precision P.
 template <class P, class F> decltype(auto) with_rule(const MixerConfig& cfg, F&& f) {

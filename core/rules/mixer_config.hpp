@@ -1,0 +1,38 @@
+#pragma once
+// MixerConfig: everything a user can set about a mixer, and its knobs (core/knob.hpp): the one list
+// from which the command line makes its flags (cli/mixer_options.hpp) and training writes the mixer's
+// settings into checkpoint.bin and summary.json. One eps serves every denominator (paper: "eps = 1e-4
+// for all denominators"). The defaults are the member initialisers here and in PenaltyOptions.
+#include "core/inverse_penalty_tracker.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace vla {
+
+struct MixerConfig {
+  std::string mixer = "vla";
+  PenaltyOptions penalty;              // VLA: lambda0, eps, delta policy, refresh, rank
+  bool renormalise_S = false;          // MemoryMatrixManager renormalisation (default off, 001)
+  double renorm_threshold = std::numeric_limits<double>::infinity();
+  bool deltanet_gated = true;
+
+  bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
+};
+
+// The knobs of MixerConfig: PenaltyOptions' and the memory's and DeltaNet's. The rule's name (mixer)
+// is not a knob: commands choose rules in their own ways (--mixer, --mixers).
+template <class Config, class Visitor>
+  requires std::is_same_v<std::remove_const_t<Config>, MixerConfig>
+void for_each_knob(Config& c, Visitor&& v) {
+  for_each_knob(c.penalty, v);
+  v(knob("renormalise_S", "MemoryMatrixManager: rescale S to renorm_threshold when ||S||_F exceeds it (spec 001)",
+         c.renormalise_S));
+  v(knob("renorm_threshold", "the ||S||_F above which S is renormalised", c.renorm_threshold, "> 0",
+         [](double x) { return x > 0.0; }));
+  v(knob("deltanet_gated", "DeltaNet: beta_t = sigmoid(w_g^T x_t + b_g) (eq. 4); false: beta_t = 1", c.deltanet_gated));
+}
+
+}  // namespace vla
