@@ -21,7 +21,6 @@ LayerForwardResult layer_forward(const MixerConfig& cfg, const LayerShape& shape
 }  // namespace vla
 
 // The explicit instantiation of layer_forward for one precision (core/precision_instances.cmake).
-#define VLA_INSTANTIATE_LAYER_FORWARD(...)                                                                   \
-  template vla::LayerForwardResult vla::layer_forward<__VA_ARGS__>(const vla::MixerConfig&, const vla::LayerShape&, \
-                                                                   const vla::MixerWeights<double>&,         \
-                                                                   const vla::Mat<double>&)
+#define VLA_INSTANTIATE_LAYER_FORWARD(...)                                                          \
+  template vla::LayerForwardResult vla::layer_forward<__VA_ARGS__>(                                 \
+      const vla::MixerConfig&, const vla::LayerShape&, const vla::MixerWeights<double>&, const vla::Mat<double>&)

@@ -39,8 +39,9 @@ TEST_CASE("random protocol: the layer run and the head stream see the same input
   for (std::size_t m = 0; m < n.mixers.size(); ++m)
     for (std::size_t k = 0; k < n.seeds.size(); ++k) {
       std::vector<double> S, A;  // (T) along the head stream
+      const HeadStream stream = random_head_stream(n.d_head, n.T, n.seeds[k]);
       with_analysis_rule<Precision<double>>(n.mixers[m], n.base, [&](auto rule) {
-        drive(rule, random_head_stream(n.d_head, n.T, n.seeds[k]), [&](int, auto&, auto&, const StepRecord<double>& rec) {
+        drive(rule, stream, [&](int, auto&, auto&, const StepRecord<double>& rec) {
           S.push_back(rec.stats[0].S_fro);
           A.push_back(rec.stats[0].A_fro);
         });

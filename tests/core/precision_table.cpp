@@ -10,7 +10,8 @@
 using namespace vla;
 
 namespace {
-template <class P> struct IsMixed : std::bool_constant<!std::is_same_v<typename P::storage_t, typename P::compute_t>> {};
+template <class P>
+struct IsMixed : std::bool_constant<!std::is_same_v<typename P::storage_t, typename P::compute_t>> {};
 }  // namespace
 
 TEST_CASE("precision table: names from ScalarInfo, in the documented order", "[precision]") {
@@ -35,7 +36,8 @@ TEST_CASE("precision table: with_precision finds every precision by its name", "
 
 TEST_CASE("precision table: an unknown name is refused naming the flag and the allowed names", "[precision]") {
   CHECK_THROWS_WITH(with_precision("fp8", [](auto) { return 0; }),
-                    Catch::Contains("--precision") && Catch::Contains("'fp8'") && Catch::Contains(std::string(kPrecisionNames)));
+                    Catch::Contains("--precision") && Catch::Contains("'fp8'") &&
+                        Catch::Contains(std::string(kPrecisionNames)));
   using Two = Precisions::sub<Precision<mp50>, Precision<double>>;
   CHECK_THROWS_WITH(with_precision_in<Two>("half", "--precisions", [](auto) {}),
                     Catch::Contains("--precisions: unknown precision 'half' (allowed: double, mp50)"));
