@@ -64,7 +64,7 @@ template <class T> Params<T> init_params(const ModelConfig& c, std::uint64_t see
   auto zeros = [](int n) { return Mat<T>(Mat<T>::Zero(n, 1)); };
   auto ones = [](int n) { return Mat<T>(Mat<T>::Ones(n, 1)); };
   const int d = c.d_model, hd = c.heads * c.d_head, dh = c.d_head;
-  const Needs needs = with_rule<Precision<double>>(c.mixer, [](auto&& r) { return std::decay_t<decltype(r)>::needs; });
+  const Needs needs = rule_needs(c.mixer);
   Params<T> p;
   auto add = [&](std::string n, Mat<T> m) { p.names.push_back(std::move(n)); p.t.push_back(std::move(m)); };
   add("tok_emb", gauss(c.vocab, d, 0.02));    // (V, d), also the output head (tied)

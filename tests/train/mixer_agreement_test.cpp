@@ -28,7 +28,7 @@ TEST_CASE("model mixer forward equals MixerLayer (double)", "[train]") {
       Mat<double> X(9, cfg.d_model);
       for (Eigen::Index i = 0; i < X.size(); ++i) X(i) = nd(gen);
       const auto Y_ref = layer.forward({X});
-      model::MixerCache<double> cache;
+      model::MixerCache<Rule> cache;
       const Mat<double> Y = model::mixer_forward<double>(rule, p, 0, cfg.heads, cfg.d_head, X, cache);
       // Both compute the same formulas in double; they differ only in the summation order of the
       // projections (GEMM blocking), so the difference is a few ulps of the outputs, amplified through

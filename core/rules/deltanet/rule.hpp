@@ -1,0 +1,4 @@
+#pragma once
+// The rule DeltaNet (eq. 4): forward step, reverse step.
+#include "core/rules/deltanet/adjoint.hpp"
+#include "core/rules/deltanet/forward.hpp"

@@ -1,0 +1,4 @@
+#pragma once
+// The rule Variational Linear Attention (Algorithm 1) and its variants: forward step, reverse step.
+#include "core/rules/vla/adjoint.hpp"
+#include "core/rules/vla/forward.hpp"
