@@ -6,7 +6,7 @@
 // Stable ids (used by everything downstream): prop1-bounded-state, prop2-unit-jacobian,
 // cor-gradient-flow, prop3-exact-recovery, table2-jacobian-norms, fig4-state-norms,
 // fig4-A-norm-decay, sec72-orthogonal-write, remark1-reduction, precision-fp16-bf16, and the
-// training claims (registered not-run, filled by the training and study issues).
+// training claims (registered not-run: they need trained models, which the ledger does not train).
 #include <filesystem>
 #include <functional>
 #include <string>

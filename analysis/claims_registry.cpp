@@ -18,7 +18,7 @@ namespace vla::analysis {
 NormConfig ClaimsContext::norm_config() const {
   NormConfig c;  // Fig. 4: d_h = 32, T = 1000, seeds 42, 123, 999, double (same protocol as `vla stability`)
   c.mixers = {"linear", "deltanet", "vla"};
-  if (!cfg.quick) c.T = 100000;  // full mode: the 10^5 in double
+  if (!cfg.quick) c.T = 100000;  // full mode: T = 10^5 in double, long enough to see the plateau
   return c;
 }
 

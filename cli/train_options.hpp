@@ -1,7 +1,8 @@
 #pragma once
-// What `vla train` and `vla train-gpu` share: the options of core/train/trainer.hpp TrainConfig (task,
-// model, optimiser schedule; the paper's defaults, Tables 3, 6, and 2000 steps), the options that control
-// a run (checkpoints, a resumable stop), and the SIGINT stop.
+// The options of `vla train`: core/train/train_config.hpp TrainConfig (task, model and its mixer's knobs,
+// optimiser schedule; the paper's defaults, Tables 3, 6, and 2000 steps), the options that control a
+// run (checkpoints, a resumable stop), and the SIGINT stop.
+#include "cli/mixer_options.hpp"
 #include "core/train/trainer.hpp"
 
 #include <CLI/CLI.hpp>
@@ -16,11 +17,11 @@ extern "C" inline void vla_cli_on_sigint(int) { vla::cli::detail::sigint_receive
 
 namespace vla::cli {
 
-inline void add_training_options(CLI::App& app, train::TrainConfig& c, const std::string& mixers,
-                                 const std::string& d_heads) {
+inline void add_training_options(CLI::App& app, train::TrainConfig& c) {
   c.steps = 2000;
   app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
-  app.add_option("--mixer", c.model.mixer.mixer, mixers)->capture_default_str();
+  app.add_option("--mixer", c.model.mixer.mixer, fmt::format("{} (cuda: vla, linear, deltanet, softmax)", kMixerNames))
+      ->capture_default_str();
   app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1)")->capture_default_str();
   app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even)")->capture_default_str();
   app.add_option("--steps", c.steps, "optimiser steps")->capture_default_str();
@@ -31,10 +32,12 @@ inline void add_training_options(CLI::App& app, train::TrainConfig& c, const std
   app.add_flag("--ood", c.ood, "MQAR: evaluate with keys from {64..126} (Table 13)");
   app.add_option("--d-model", c.model.d_model, "model width")->capture_default_str();
   app.add_option("--heads", c.model.heads, "heads")->capture_default_str();
-  app.add_option("--d-head", c.model.d_head, d_heads)->capture_default_str();
+  app.add_option("--d-head", c.model.d_head, "head width (cuda: 16, 32, 64; softmax also 128)")->capture_default_str();
   app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
   app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
   app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
+  // The training backward is rank 1 (ModelConfig::validate): no --rank.
+  add_mixer_options(app, c.model.mixer, {"rank"});
 }
 
 // --checkpoint-every K and --stop-after N (stop resumably after N steps, as SIGINT does).

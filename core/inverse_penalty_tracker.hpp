@@ -16,18 +16,29 @@
 //
 // Refresh. Alg. 1 line 16 adds eta I (eta = 1e-3) when t mod 20 == 0. Spec 001 injects eps I every
 // K steps: that is the same mechanism with eta = eps, so both are this one option pair.
+#include "core/knob.hpp"
 #include "core/precision.hpp"
 
 #include <Eigen/Cholesky>
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cmath>
 #include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace vla {
 
 enum class DeltaPolicy { Clamp, SkipAddEps };
+
+// The policies' names on the command line and in checkpoints and summaries (core/knob.hpp).
+constexpr std::array<std::pair<std::string_view, DeltaPolicy>, 2> knob_values(DeltaPolicy) {
+  return {{{"clamp", DeltaPolicy::Clamp}, {"skip", DeltaPolicy::SkipAddEps}}};
+}
 
 struct PenaltyOptions {
   double lambda0 = 0.1;      // A_0 = I / lambda0 (paper: 0.1, so A_0 = 10 I)
@@ -37,18 +48,30 @@ struct PenaltyOptions {
   double refresh_eta = 1e-3;
   int rank = 1;              // columns of U per step
 
-  void validate() const {
-    if (!(lambda0 > 0.0) || !std::isfinite(lambda0))
-      throw std::invalid_argument(fmt::format("lambda0: must be a finite number > 0, got {}", lambda0));
-    if (!(eps > 0.0) || !std::isfinite(eps))
-      throw std::invalid_argument(fmt::format("eps: must be a finite number > 0, got {}", eps));
-    if (refresh_period < 0)
-      throw std::invalid_argument(fmt::format("refresh_period: must be >= 0 (0 = off), got {}", refresh_period));
-    if (!(refresh_eta >= 0.0) || !std::isfinite(refresh_eta))
-      throw std::invalid_argument(fmt::format("refresh_eta: must be a finite number >= 0, got {}", refresh_eta));
-    if (rank < 1) throw std::invalid_argument(fmt::format("rank: must be >= 1, got {}", rank));
-  }
+  void validate() const;     // throws std::invalid_argument naming the field ("lambda0: ...")
 };
+
+// The knobs of PenaltyOptions (core/knob.hpp), in the order a --help lists them.
+template <class Options, class Visitor>
+  requires std::is_same_v<std::remove_const_t<Options>, PenaltyOptions>
+void for_each_knob(Options& o, Visitor&& v) {
+  using Real = bool (*)(double);
+  constexpr Real positive = [](double x) { return x > 0.0 && std::isfinite(x); };
+  constexpr Real non_negative = [](double x) { return x >= 0.0 && std::isfinite(x); };
+  v(knob("lambda0", "VLA: A_0 = I / lambda0 (Alg. 1 line 4)", o.lambda0, "a finite number > 0", positive));
+  v(knob("eps", "the delta guard (Alg. 1 line 13) and every denominator's floor (all mixers)", o.eps,
+         "a finite number > 0", positive));
+  v(knob("refresh_period", "VLA: A += eta I after the steps t = 0 mod K (Alg. 1 line 16; 0 = off)", o.refresh_period,
+         ">= 0 (0 = off)", [](int k) { return k >= 0; }));
+  v(knob("refresh_eta", "VLA: the refresh's magnitude eta", o.refresh_eta, "a finite number >= 0", non_negative));
+  v(knob("delta_policy", "VLA, when delta < eps: clamp = raise it to eps (Alg. 1 line 13), skip = skip the update and add eps I (spec 001)",
+         o.policy));
+  v(knob("rank", "VLA: penalty directions per step (Woodbury for > 1)", o.rank, ">= 1", [](int r) { return r >= 1; }));
+}
+
+inline void PenaltyOptions::validate() const {
+  for_each_knob(*this, [](const auto& k) { k.check(); });
+}
 
 template <class P> class InversePenaltyTracker {
  public:

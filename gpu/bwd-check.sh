@@ -3,7 +3,7 @@
 #   build -> the backward [gpu] tests ([bwd]; worst relative error per rule, gradient and d) ->
 #   `vla bench attention` forward and forward+backward at B,H,d = 8,4,32 / 4,16,64 / 2,8,128 ->
 #   the baselines (below) -> compute-sanitizer memcheck over [bwd] and racecheck over [bwd]~[bwd-full].
-# Optional: BWD_BASELINE="FILE..." (gpu/recurrent_backward.cu of earlier versions) also rebuilds `vla`
+# Optional: BWD_BASELINE="FILE..." (other gpu/recurrent_backward.cu variants) also rebuilds `vla`
 # with each file in turn (last, so the build's `vla` ends as the last baseline's) and times it at d = 32
 # and 64, T = BWD_BASE_T (default 4096): a before/after on one machine in one run. BWD_T: the bench's T list
 # (default 1024,4096,16384); BWD_REPS: timed runs per point, median reported (default 10).

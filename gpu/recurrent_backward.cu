@@ -26,7 +26,7 @@
 // and thread j never reads another thread's column of A: A needs no sharing at all. That is what makes
 // d = 128 fit: S, dS, dA padded are 3 x 128 x 129 floats = 198 KB of the H100's 227 KB per block, and
 // a fourth (A) does not fit (264 KB in all); so at d = 128 thread j holds its column of A in 128
-// registers (AColumn<.., kRegs>), at d <= 64 in shared memory as before (registers there are taken by
+// registers (AColumn<.., kRegs>), at d <= 64 in shared memory (registers there are taken by
 // the slot prefetch below). Splitting rows across warps or CTAs was the alternative: it would change
 // every mat-vec and reduction of the kernel and add cross-CTA synchronisation per step, for a layout
 // that the symmetry of A makes unnecessary.
@@ -35,11 +35,10 @@
 // not tuned further (docs/gpu.md gives its measured cost against the forward).
 #include "gpu/recurrent_backward.hpp"
 
+#include "core/phi.hpp"
+
 namespace vla::gpu {
 namespace {
-
-__device__ __forceinline__ float phi(float x) { return x > 0.f ? x + 1.f : expf(x); }   // Alg. 1 lines 8, 24
-__device__ __forceinline__ float dphi(float x) { return x > 0.f ? 1.f : expf(x); }       // phi'
 
 template <int D> struct Smem {
   static constexpr int LD = D + 1, MAT = D * LD, NRED = 2;
@@ -90,8 +89,8 @@ template <int D, int U, class Body> __device__ __forceinline__ void walk(Body&& 
 // The barrier also publishes the caller's earlier shared writes and orders every shared access before the
 // call against every one after it; callers rely on that. The partials alternate between two buffers: a
 // thread that runs ahead into the next call writes the other one, and by the call after that every
-// thread has passed the next call's barrier, so has finished reading. (Before: every thread summed all
-// d partials from shared memory between two barriers; docs/gpu.md has both timings.)
+// thread has passed the next call's barrier, so has finished reading. Why shuffles first: a sum then
+// costs one barrier, not two, and no thread reads d partials from shared memory.
 template <int D> struct BlockSum {
   static constexpr int LANES = D < 32 ? D : 32, NW = D / LANES, NRED = Smem<D>::NRED;
   static constexpr int FLOATS = 2 * NRED * NW;  // shared floats it needs
@@ -345,7 +344,7 @@ template <int D>
 __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, float beta, float w, float e, const float* S,
                                               float* dS, float* sh_qf, float* sh_g, BlockSum<D>& sums, float eps, float& dzs) {
   const int j = threadIdx.x;
-  const float qf = phi(qr);  // line 24
+  const float qf = elu_plus_one(qr);  // phi, line 24
   sh_qf[j] = qf;
   __syncthreads();
   const float Sq = row_dot<D>(S, j, sh_qf);
@@ -368,7 +367,7 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
     dzs -= r5[0] * qf;
   }
   __syncthreads();
-  return dqf * dphi(qr);
+  return dqf * elu_plus_one_grad(qr);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -389,7 +388,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
                                             const RecurrentParams& prm) {
   const int j = threadIdx.x;
   StepVals s;
-  s.kf = phi(in.k);                                                    // line 8
+  s.kf = elu_plus_one(in.k);                                           // phi, line 8
   float r1[2] = {s.kf * s.kf, in.u * in.u};
   sums(r1);  // also the step's opening barrier: every earlier reader of sh_* is done
   s.nk = sqrtf(r1[0]);
@@ -529,7 +528,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     sums(r9);
     g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - in.u * (r9[0] / (s.nu * s.nu)));
     if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
-    g.dk[o] = dkf * dphi(in.k);
+    g.dk[o] = dkf * elu_plus_one_grad(in.k);
   };
   two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
 }
@@ -566,11 +565,11 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
   // Step t's kf, k_hat, beta, e from S = S_{t-1}; publishes sh_kh (the write key) and sh_e.
   auto prelude = [&](const Tok& in) {
     Vals s;
-    s.kf = phi(in.k);
+    s.kf = elu_plus_one(in.k);
     float r1[1] = {s.kf * s.kf};
     sums(r1);  // also the step's opening barrier
     s.nk = sqrtf(r1[0]);
-    s.beta = gated ? 1.f / (1.f + expf(-in.g)) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
+    s.beta = gated ? sigmoid(in.g) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
     if constexpr (DELTA) {
       s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;
       sh_kh[j] = s.kh;
@@ -622,9 +621,9 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       float r9[1] = {s.kh * dkh};
       sums(r9);
       const float dkf = dzs + (s.nk == 0.f ? 0.f : (dkh - s.kh * r9[0]) / s.nk);
-      g.dk[o] = dkf * dphi(in.k);
+      g.dk[o] = dkf * elu_plus_one_grad(in.k);
     } else {
-      g.dk[o] = (dzs + dkh) * dphi(in.k);
+      g.dk[o] = (dzs + dkh) * elu_plus_one_grad(in.k);
     }
   };
   two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);

@@ -15,11 +15,10 @@
 // so the four matrix-vector products of a step run together, right after the first barrier.
 #include "gpu/recurrent_forward.hpp"
 
+#include "core/phi.hpp"
+
 namespace vla::gpu {
 namespace {
-
-// phi(x) = ELU(x) + 1 (eq. 3, Alg. 1 lines 8 and 24).
-__device__ __forceinline__ float phi(float x) { return x > 0.f ? x + 1.f : expf(x); }
 
 template <int D> struct Layout {
   static constexpr int COLS = D < 32 ? D : 32;  // columns of S (and A) per thread
@@ -144,8 +143,8 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     // kBackwardChunk-th step. Thread (i, p) stores its part of row i of S and A; A is stored as this
     // kernel has it, symmetric only up to rounding (the update below forms (z_i / dc) z_j, not
     // (z_i z_j) / dc): the backward symmetrises it when it loads a checkpoint.
-    // CKPT is a template flag, not a runtime test, so that the forward without checkpoints compiles as
-    // before (a runtime test raised the VLA kernel at d = 64 from 128 to 155 registers).
+    // CKPT is a template flag, not a runtime test, so that the forward without checkpoints keeps its
+    // register budget (a runtime test takes the VLA kernel at d = 64 from 128 to 155 registers).
     if (CKPT && t % kBackwardChunk == 0) {
       float* ck = x.checkpoints + backward_checkpoint_offset(seq, T, D, t / kBackwardChunk);
       float* row = ck + i * D + p * C;
@@ -156,7 +155,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
       }
       if (writer) ck[2 * D * D + i] = zsum;
     }
-    const float kf = phi(kr), qf = phi(qr);  // lines 8, 24
+    const float kf = elu_plus_one(kr), qf = elu_plus_one(qr);  // phi, lines 8, 24
     zsum += kf;                              // line 25
     if (writer) {
       sh_k[b][L::pad(i)] = kf;
@@ -216,7 +215,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
         for (int j = 0; j < C; ++j)
           if (p * C + j == i) A[j] += eta;
     } else if constexpr (kDelta) {
-      const float beta = x.g ? 1.f / (1.f + expf(-gr)) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
+      const float beta = x.g ? sigmoid(gr) : 1.f;  // beta_t = sigmoid(g_t) (eq. 4)
       const float e_i = vr - mv[1] * inv_nk;                    // e = v - S_{t-1} k_hat
       // S_t = beta S_{t-1} + e k_hat^T, so S_t q = beta S_{t-1} q + e (k_hat . q)
       o_i = (beta * mv[0] + e_i * (r1[1] * inv_nk)) / den;

@@ -31,9 +31,9 @@ for tool in memcheck racecheck; do sanitize $tool "[softmax-attention]" "$OUT/sa
 
 step "benchmark"
 bench_attention 8 4 32 1024,4096,16384,65536 "$REPS" "$OUT/bench-8-4-32.csv" torch
-step "train-gpu step time, softmax (default model, MQAR n = 8 and 24, batch 64)"
+step "vla train --device cuda step time, softmax (default model, MQAR n = 8 and 24, batch 64)"
 for n in 8 24; do
-  "$BUILD/bin/vla" train-gpu --task mqar --pairs $n --mixer softmax --steps 100 --batch 64 --eval-batches 1 --seed 0 --out "$OUT/run_$n" 2>/dev/null | sed "s/^/n=$n softmax: /" || status=1
+  "$BUILD/bin/vla" train --device cuda --task mqar --pairs $n --mixer softmax --steps 100 --batch 64 --eval-batches 1 --seed 0 --out "$OUT/run_$n" 2>/dev/null | sed "s/^/n=$n softmax: /" || status=1
   rm -rf "$OUT/run_$n"
 done
 echo "softmax-check status $status"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of GPU training step time on one machine in one call: `vla train-gpu` built from the snapshot (B) and
+# A/B of GPU training step time on one machine in one call: `vla train --device cuda` built from the snapshot (B) and
 # from the snapshot with one source file swapped for a baseline (A), run alternately, so that the
 # comparison is not drowned by the 10-20% spread between runs and machines (docs/gpu.md, GPU training).
 # usage: AB_FILE=gpu/train/model.cpp AB_BASELINE=.device-carry/model-old.cpp [AB_REPS=5] [AB_STEPS=200] \
@@ -25,7 +25,7 @@ cp /tmp/ab-B.src "$AB_FILE"                       # the snapshot as it was (the 
 [ $build_rc -eq 0 ] || { echo "baseline build failed: $OUT/ab-build.log"; exit 1; }
 step "A/B step times, $REPS reps of $STEPS steps"
 for rep in $(seq "$REPS"); do for n in 8 24; do for mixer in vla deltanet; do for v in A B; do
-  ms=$(/tmp/vla-$v train-gpu --task mqar --pairs $n --mixer $mixer --steps "$STEPS" --batch 64 --eval-batches 1 \
+  ms=$(/tmp/vla-$v train --device cuda --task mqar --pairs $n --mixer $mixer --steps "$STEPS" --batch 64 --eval-batches 1 \
          --seed 0 --out /tmp/ab_run 2>/dev/null | grep -o "[0-9.]* ms/step" | cut -d' ' -f1)
   echo "rep=$rep n=$n $mixer $v: ${ms:-FAILED} ms/step"
 done; done; done; done | tee "$OUT/ab.log"

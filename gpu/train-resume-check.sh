@@ -4,8 +4,8 @@
 #   build (Release, sm_90) -> tests/gpu/test_gpu_train.cpp ([gpu-train], [gpu-resume], gradient parity,
 #   loss curve, concurrent runs) -> compute-sanitizer memcheck over [gpu-resume] -> `vla train --device cuda`:
 #   --stop-after + `--resume` (device read from the checkpoint) and a SIGINT stop + resume, each log.csv
-#   compared with `cmp` against an uninterrupted run -> the CPU refusing a GPU checkpoint -> `vla train-gpu`
-#   many runs stopped and resumed, against the same runs uninterrupted.
+#   compared with `cmp` against an uninterrupted run -> the CPU refusing a GPU checkpoint -> `vla train
+#   --device cuda --seeds --mixers`: many runs stopped and resumed, against the same runs uninterrupted.
 # Uses the carried dependencies and source snapshot of gpu/device-env.sh (.device-carry/).
 # usage: bash gpu/train-resume-check.sh        exit status non-zero if a build, test, sanitizer or cmp step failed
 set -uo pipefail
@@ -40,11 +40,11 @@ head -c 300 "$R/full/log.csv"; echo; tail -1 "$R/full/log.csv"
 step "the CPU refuses the GPU checkpoint (must fail naming --device)"
 if "$V" train --resume "$R/part" --device cpu > "$OUT/refuse.log" 2>&1; then echo "NOT REFUSED"; status=1; fi
 grep -- "--device" "$OUT/refuse.log" | head -2
-step "vla train-gpu: 2 seeds x 2 mixers, --stop-after 80 + --resume vs uninterrupted"
+step "vla train --device cuda: 2 seeds x 2 mixers, --stop-after 80 + --resume vs uninterrupted"
 many="--task mqar --pairs 8 --steps 200 --batch 64 --eval-batches 1 --seeds 0,1 --mixers vla,deltanet"
-"$V" train-gpu $many --out "$R/many_full" 2>/dev/null | tail -1 || status=1
-"$V" train-gpu $many --stop-after 80 --out "$R/many_part" 2>/dev/null | tail -1 || status=1
-"$V" train-gpu $many --resume --out "$R/many_part" 2>/dev/null | tail -1 || status=1
+"$V" train --device cuda $many --out "$R/many_full" 2>/dev/null | tail -1 || status=1
+"$V" train --device cuda $many --stop-after 80 --out "$R/many_part" 2>/dev/null | tail -1 || status=1
+"$V" train --resume "$R/many_part" 2>/dev/null | tail -1 || status=1
 for d in "$R"/many_full/*; do same "$d/log.csv" "$R/many_part/$(basename "$d")/log.csv"; done
 rm -rf "$R"  # keep $OUT within the files that come back
 echo "train-resume-check status $status"

@@ -1,10 +1,12 @@
 // `vla jacobian`, `vla recovery`, `vla precision-atlas`: the ledger's analyses on their own, with
-// every setting on the command line (analysis/jacobian.hpp, recovery.hpp, precision_atlas.hpp).
+// every setting on the command line (analysis/jacobian.hpp, recovery.hpp, precision_atlas.hpp). Their
+// head streams write one penalty direction per step, so none takes --rank; the atlas sets the delta
+// policy per cell (--policies), so it takes no --delta-policy.
 #include "analysis/jacobian.hpp"
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
 #include "cli/command.hpp"
-#include "cli/penalty_options.hpp"
+#include "cli/mixer_options.hpp"
 
 #include <fmt/format.h>
 
@@ -21,7 +23,7 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
-      vla::cli::add_penalty_options(app, c->base.penalty);
+      vla::cli::add_mixer_options(app, c->base, {"rank"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_jacobian(*c, vla::analysis::run_jacobian(*c), *out)); });
     }};
@@ -39,7 +41,7 @@ const vla::cli::RegisterCommand rec{
       app.add_option("--precisions", c->precisions, "double, mp50")->delimiter(',')->capture_default_str();
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      vla::cli::add_penalty_options(app, c->base.penalty);
+      vla::cli::add_mixer_options(app, c->base, {"rank"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
     }};
@@ -56,7 +58,7 @@ const vla::cli::RegisterCommand atlas{
       app.add_option("--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions))->delimiter(',')->capture_default_str();
       app.add_option("--policies", c->policies, "clamp, skip, no-refresh, renorm")->delimiter(',')->capture_default_str();
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
-      vla::cli::add_penalty_options(app, c->base.penalty);
+      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_atlas(*c, vla::analysis::run_atlas(*c), *out)); });
     }};

@@ -1,5 +1,5 @@
 // `vla gradcheck [--mixer M]`: the whole-model gradient check (core/model/gradcheck.hpp) in double on
-// the tiny model of the issue (d = 8, H = 2, T = 6, vocab 16). Prints the relative error per
+// the tiny model (d = 8, H = 2, T = 6, vocab 16). Prints the relative error per
 // parameter tensor and its bound; exits 1 when any tensor is above its bound.
 #include "cli/command.hpp"
 #include "core/model/gradcheck.hpp"

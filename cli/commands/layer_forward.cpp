@@ -3,6 +3,7 @@
 // defaults) is docs/recurrences.md, "The .npy contract of layer-forward".
 #include "cli/command.hpp"
 #include "cli/commands/layer_forward.hpp"
+#include "cli/mixer_options.hpp"
 #include "core/io/csv.hpp"
 #include "core/io/npy.hpp"
 
@@ -30,7 +31,6 @@ struct Args {
   std::string input;
   std::string output;
   std::string trace;
-  std::string delta_policy = "clamp";
   std::string device = "cpu";
 };
 
@@ -83,9 +83,6 @@ vla::cli::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unu
 
 void run(Args& a) {
   auto& c = a.cfg;
-  if (a.delta_policy == "clamp") c.penalty.policy = vla::DeltaPolicy::Clamp;
-  else if (a.delta_policy == "skip") c.penalty.policy = vla::DeltaPolicy::SkipAddEps;
-  else throw std::invalid_argument(fmt::format("--delta-policy: unknown policy '{}' (allowed: clamp, skip)", a.delta_policy));
   if (a.device != "cpu" && a.device != "cuda")
     throw std::invalid_argument(fmt::format("--device: unknown device '{}' (allowed: cpu, cuda)", a.device));
   // Validate the names and numbers before touching any file (each throws naming its parameter).
@@ -93,17 +90,6 @@ void run(Args& a) {
   // with_rule accepts exactly the names of kMixerNames ("a, b, c"); check against that list.
   if (std::string(", ") .append(vla::kMixerNames).append(",").find(", " + c.mixer + ",") == std::string::npos)
     throw std::invalid_argument(fmt::format("--mixer: unknown mixer '{}' (allowed: {})", c.mixer, vla::kMixerNames));
-  try {
-    c.penalty.validate();
-  } catch (const std::invalid_argument& e) {
-    // PenaltyOptions names its fields ("lambda0: ..."); say the command-line option instead.
-    std::string msg = e.what();
-    for (const auto& [field, option] : {std::pair{"lambda0:", "--lambda0:"}, {"eps:", "--eps:"},
-                                        {"refresh_period:", "--refresh-period:"}, {"refresh_eta:", "--refresh:"},
-                                        {"rank:", "--rank:"}})
-      if (msg.rfind(field, 0) == 0) msg = option + msg.substr(std::string(field).size());
-    throw std::invalid_argument(msg);
-  }
 
   // X: (T, d_model).
   const auto xa = vla::io::read_npy(a.input, "--input");
@@ -205,13 +191,7 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--input", a->input, "X.npy, (T, d_model), float32 or float64")->required();
       app.add_option("--output", a->output, "Y.npy to write, (T, d_model) float64")->required();
       app.add_option("--trace", a->trace, "optional CSV: t,S_fro,A_fro,delta,e_norm after each step (NaN = n/a)");
-      app.add_option("--lambda0", c.penalty.lambda0, "VLA: A_0 = I / lambda0")->capture_default_str();
-      app.add_option("--refresh-period", c.penalty.refresh_period, "VLA: A += eta I after steps t = 0 mod K (0 = off)")
-          ->capture_default_str();
-      app.add_option("--refresh", c.penalty.refresh_eta, "VLA: refresh magnitude eta")->capture_default_str();
-      app.add_option("--eps", c.penalty.eps, "delta guard and every denominator floor")->capture_default_str();
-      app.add_option("--delta-policy", a->delta_policy, "VLA: clamp (Alg. 1 line 13) | skip (spec 001)")->capture_default_str();
-      app.add_option("--rank", c.penalty.rank, "VLA: penalty directions per step (Woodbury for > 1)")->capture_default_str();
+      vla::cli::add_mixer_options(app, c);
       app.add_option("--device", a->device, "cpu | cuda (fp32 GPU kernels)")->capture_default_str();
       app.final_callback([a] { run(*a); });
     }};

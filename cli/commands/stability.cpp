@@ -1,6 +1,6 @@
 // `vla stability`: the Fig. 4 study (||S_t||_F and ||A_t||_F over T random inputs).
 #include "cli/command.hpp"
-#include "cli/penalty_options.hpp"
+#include "cli/mixer_options.hpp"
 #include "studies/fig4/stability.hpp"
 
 #include <fmt/format.h>
@@ -10,7 +10,6 @@ namespace {
 struct Args {
   vla::studies::StabilityConfig cfg;
   std::string out = "reports/fig4";
-  std::string delta_policy = "clamp";
 };
 
 const vla::cli::RegisterCommand reg{
@@ -23,14 +22,9 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)")->delimiter(',')->capture_default_str();
       app.add_option("--precision", c.precision, "float|double|half|bfloat16|mp50|mp100|half+float|bfloat16+float")->capture_default_str();
       app.add_option("--mixers", c.mixers, "mixers to track")->delimiter(',')->capture_default_str();
-      vla::cli::add_penalty_options(app, c.base.penalty);
-      app.add_option("--refresh", c.base.penalty.refresh_eta, "VLA: refresh magnitude eta (A += eta I)")->capture_default_str();
-      app.add_option("--delta-policy", a->delta_policy, "VLA: clamp (Alg. 1) | skip (spec 001)")->capture_default_str();
+      vla::cli::add_mixer_options(app, c.base);
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();
       app.final_callback([a] {
-        if (a->delta_policy == "clamp") a->cfg.base.penalty.policy = vla::DeltaPolicy::Clamp;
-        else if (a->delta_policy == "skip") a->cfg.base.penalty.policy = vla::DeltaPolicy::SkipAddEps;
-        else throw std::invalid_argument(fmt::format("--delta-policy: '{}' (allowed: clamp, skip)", a->delta_policy));
         const auto r = vla::studies::run_stability(a->cfg);
         fmt::print("{}", vla::studies::write_stability(r, a->out));
         fmt::print("  wrote {}/state_norms.csv and {}/summary.txt\n", a->out, a->out);

@@ -5,6 +5,7 @@
 #include "core/io/npy.hpp"
 
 #include "core/io/atomic_file.hpp"
+#include "core/io/escape.hpp"
 
 #include <fmt/format.h>
 
@@ -63,7 +64,7 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw std::invalid_argument(fmt::format("{}: malformed .npy header ({}) in \"{}\"", src_, why, s_));
+    throw std::invalid_argument(fmt::format("{}: malformed .npy header ({}) in \"{}\"", src_, why, escape_bytes(s_)));
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void skip_ws() { while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_; }
@@ -160,7 +161,7 @@ NpyArray decode_npy(const std::string& bytes, const std::string& source) {
       if (v.kind != HeaderParser::Value::Tuple) fail("malformed .npy header ('shape' is not a tuple)");
       shape = v.tuple;
     } else {
-      fail(fmt::format("malformed .npy header (unknown key '{}')", key));
+      fail(fmt::format("malformed .npy header (unknown key '{}')", escape_bytes(key)));
     }
   }
   if (!descr || !fortran || !shape) fail("malformed .npy header (needs 'descr', 'fortran_order' and 'shape')");
@@ -169,7 +170,7 @@ NpyArray decode_npy(const std::string& bytes, const std::string& source) {
   std::size_t itemsize = 0;
   if (*descr == "<f8") { a.dtype = NpyDtype::Float64; itemsize = 8; }
   else if (*descr == "<f4") { a.dtype = NpyDtype::Float32; itemsize = 4; }
-  else fail(fmt::format("unsupported dtype '{}' (allowed: '<f4' float32, '<f8' float64, little-endian)", *descr));
+  else fail(fmt::format("unsupported dtype '{}' (allowed: '<f4' float32, '<f8' float64, little-endian)", escape_bytes(*descr)));
   if (*fortran) fail("fortran_order is True (only C-order arrays are supported; use numpy.ascontiguousarray)");
   if (shape->size() != 1 && shape->size() != 2)
     fail(fmt::format("array has {} dimensions (allowed: 1 or 2)", shape->size()));
@@ -178,13 +179,18 @@ NpyArray decode_npy(const std::string& bytes, const std::string& source) {
   const long long cols = a.ndim == 2 ? (*shape)[1] : 1;
   if (rows > std::numeric_limits<int>::max() || cols > std::numeric_limits<int>::max())
     fail("array too large");
-  const std::size_t n = std::size_t(rows) * std::size_t(cols);
   const std::size_t data_start = header_start + header_len;
   const std::size_t have = bytes.size() - data_start;
-  if (have < n * itemsize)
-    fail(fmt::format("truncated data: the header promises {} values ({} bytes), the file holds {} bytes", n, n * itemsize, have));
-  if (have > n * itemsize)
-    fail(fmt::format("{} trailing bytes after the {} values the header promises", have - n * itemsize, n));
+  // rows * cols * itemsize can exceed size_t (two dimensions near 2^31): a wrapped product could
+  // match a small file and lead to a huge allocation, so an overflowing shape is refused first.
+  std::size_t n = 0, n_bytes = 0;
+  if (__builtin_mul_overflow(std::size_t(rows), std::size_t(cols), &n) || __builtin_mul_overflow(n, itemsize, &n_bytes))
+    fail(fmt::format("truncated data: the header's shape ({}, {}) promises more than 2^64 bytes, the file holds {} bytes",
+                     rows, cols, have));
+  if (have < n_bytes)
+    fail(fmt::format("truncated data: the header promises {} values ({} bytes), the file holds {} bytes", n, n_bytes, have));
+  if (have > n_bytes)
+    fail(fmt::format("{} trailing bytes after the {} values the header promises", have - n_bytes, n));
 
   a.data.resize(rows, cols);
   const char* p = bytes.data() + data_start;
@@ -206,7 +212,7 @@ NpyArray decode_npy(const std::string& bytes, const std::string& source) {
 }
 
 NpyArray read_npy(const std::filesystem::path& path, const std::string& what) {
-  const std::string source = fmt::format("{}: '{}'", what, path.string());
+  const std::string source = fmt::format("{}: '{}'", what, escape_bytes(path.string(), 4096));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::invalid_argument(fmt::format("{}: file not found (or not a regular file)", source));

@@ -36,8 +36,8 @@ struct GradcheckProblem {
   std::vector<std::vector<int>> tokens, targets;  // (B, T)
 };
 
-// The tiny problem of the issue: d = 8, H = 2 (d_h = 4), FFN 16, vocab 16, L = 2, T = 6, two sequences,
-// a target at every position.
+// The tiny problem: d = 8, H = 2 (d_h = 4), FFN 16, vocab 16, L = 2, T = 6, two sequences, a target at
+// every position: small enough for central differences over every scalar parameter.
 inline GradcheckProblem tiny_problem(const MixerConfig& mixer, std::uint64_t seed) {
   GradcheckProblem pr;
   pr.cfg.vocab = 16; pr.cfg.d_model = 8; pr.cfg.heads = 2; pr.cfg.d_head = 4; pr.cfg.ffn = 16;

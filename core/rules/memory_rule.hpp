@@ -50,7 +50,7 @@ template <class T> struct HeadInputs {
 
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
 
-// Per-step statistics of one sequence (||S_t||_F, ||A_t||_F, delta_t, ||e_t||).
+// Per-step statistics of one sequence (||S_t||_F, ||A_t||_F, delta_t, ||e_t||: the trace columns).
 // Quantities a rule does not have are NaN.
 struct StepStats {
   double S_fro = kNotApplicable;   // ||S_t||_F after the step

@@ -1,15 +1,18 @@
 #pragma once
-// Everything the command line can say about a mixer: the name and every rule's knobs. Each rule
-// reads the fields it has (its from_config, core/rules/<rule>/); the registry turns the name into
-// the rule (core/rules/registry.hpp).
+// MixerConfig: everything a user can set about a mixer (the name and every rule's knobs; each rule reads
+// the fields it has in its from_config, core/rules/<rule>/), and its knobs (core/knob.hpp): the one list
+// from which the command line makes its flags (cli/mixer_options.hpp) and training writes the mixer's
+// settings into checkpoint.bin and summary.json. One eps serves every denominator (paper: "eps = 1e-4
+// for all denominators"). The defaults are the member initialisers here and in PenaltyOptions.
 #include "core/inverse_penalty_tracker.hpp"
 
+#include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace vla {
 
-// One eps serves every denominator (paper: "eps = 1e-4 for all denominators").
 struct MixerConfig {
   std::string mixer = "vla";
   PenaltyOptions penalty;              // VLA: lambda0, eps, delta policy, refresh, rank
@@ -19,5 +22,18 @@ struct MixerConfig {
 
   bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
 };
+
+// The knobs of MixerConfig: PenaltyOptions' and the memory's and DeltaNet's. The rule's name (mixer)
+// is not a knob: commands choose rules in their own ways (--mixer, --mixers).
+template <class Config, class Visitor>
+  requires std::is_same_v<std::remove_const_t<Config>, MixerConfig>
+void for_each_knob(Config& c, Visitor&& v) {
+  for_each_knob(c.penalty, v);
+  v(knob("renormalise_S", "MemoryMatrixManager: rescale S to renorm_threshold when ||S||_F exceeds it (spec 001)",
+         c.renormalise_S));
+  v(knob("renorm_threshold", "the ||S||_F above which S is renormalised", c.renorm_threshold, "> 0",
+         [](double x) { return x > 0.0; }));
+  v(knob("deltanet_gated", "DeltaNet: beta_t = sigmoid(w_g^T x_t + b_g) (eq. 4); false: beta_t = 1", c.deltanet_gated));
+}
 
 }  // namespace vla

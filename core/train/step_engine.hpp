@@ -1,13 +1,14 @@
 #pragma once
 // What the training loop (core/train/trainer.cpp, `run`) needs from a device, and nothing more: one
 // loop for every device ("one abstraction, many"), so the schedule, clip, evaluation, log, checkpoint,
-// SIGINT stop and resume are written once. The CPU engine (trainer.cpp) wraps batch_gradient and
+// SIGINT stop and resume are written once. The CPU engine (cpu_engine.cpp) wraps batch_gradient and
 // adamw_update; the GPU engine (gpu/train/trainer.cpp) wraps GpuModel. core/ stays free of CUDA: an
 // engine is reached only through this interface and a factory (Device).
 #include "core/model/params.hpp"
 #include "core/train/adamw.hpp"
 #include "core/train/tasks.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,10 +50,15 @@ class StepEngine {
 // before the loop writes anything; it returns an engine holding init_params(cfg.model, cfg.seed) and
 // zero moments (the loop imports a checkpoint's state into it on resume).
 struct Device {
+  using Job = std::function<void(std::size_t run, const Device& on)>;
   std::string name = "cpu";
   std::function<std::unique_ptr<StepEngine>(const TrainConfig&, const RunOptions&)> make;
+  // What make() checks of a config beyond TrainConfig::validate, without making an engine (throws
+  // naming the parameter); empty: nothing. Many runs are all checked before the first starts.
+  std::function<void(const TrainConfig&)> check;
+  // Runs n independent runs, job(i, device of this kind); empty: one after another on this device (the
+  // CPU engine already uses every core). The GPU runs them concurrently, one stream each.
+  std::function<void(std::size_t n, const Job& job)> run_many;
 };
-
-Device cpu_device();
 
 }  // namespace vla::train

@@ -1,7 +1,7 @@
 #pragma once
 // The synthetic tasks the paper trains on, as batches of (tokens, targets); target -1 = no loss.
 //
-// Token layout in the vocabulary of 128 (the issue leaves it open; chosen so that in-distribution
+// Token layout in the vocabulary of 128 (the paper leaves it open; chosen so that in-distribution
 // keys, values and out-of-distribution keys are the layout of Table 13):
 //   keys      {0..63}    (training and in-distribution evaluation)
 //   values    {64..126}  (63 values, drawn with replacement)

@@ -1,43 +1,19 @@
 #pragma once
-// The training loop (issue 4): float32 model, AdamW, warm-up + cosine schedule, global-norm
-// clipping, checkpoints, CSV log, JSON summary, SIGINT stop, resume. One loop for every device: it
-// drives a StepEngine (core/train/step_engine.hpp); the CPU engine (data-parallel over the batch) is
-// the default, the GPU engine is gpu/train/trainer.hpp's cuda_device().
-//
-// Determinism. The batch is split into kShards fixed shards (independent of the thread count); each
-// shard sums its sequences' gradients in order into its own buffer, and the shards are added in shard
-// order. Threads only decide which core computes a shard, never the order of any sum, so the same
-// seed gives the same loss curve to the bit on any number of threads (same binary, same machine).
-#include "core/model/transformer.hpp"
-#include "core/train/adamw.hpp"
+// The training loop: float32 model, AdamW, warm-up + cosine schedule, global-norm clipping,
+// checkpoints, CSV log, JSON summary, SIGINT stop, resume. One loop for every device: it drives a
+// StepEngine (core/train/step_engine.hpp); the CPU engine (core/train/cpu_engine.hpp, data-parallel over
+// the batch) is the default, the GPU engine is gpu/train/trainer.hpp's cuda_device().
+// The run's files: checkpoint.bin (core/train/checkpoint.hpp), log.csv, summary.json.
+#include "core/train/cpu_engine.hpp"
 #include "core/train/step_engine.hpp"
-#include "core/train/tasks.hpp"
+#include "core/train/train_config.hpp"
 
 #include <atomic>
 #include <filesystem>
 #include <functional>
-#include <nlohmann/json.hpp>
+#include <vector>
 
 namespace vla::train {
-
-inline constexpr int kShards = 8;
-
-struct TrainConfig {
-  model::ModelConfig model;
-  TaskConfig task;
-  AdamWConfig opt;
-  int steps = 1500;
-  int batch = 64;
-  std::uint64_t seed = 0;
-  int eval_every = 0;        // 0: evaluate only at the end
-  int eval_batches = 15;     // held-out batches of 64 (960 samples), seed different from training
-  int eval_batch = 64;
-  bool ood = false;          // evaluate MQAR with keys from {64..126} (Table 13)
-  int checkpoint_every = 100;
-  void validate() const;     // throws std::invalid_argument naming the parameter
-  nlohmann::json to_json() const;
-  static TrainConfig from_json(const nlohmann::json&);
-};
 
 struct RunOptions {
   int threads = 0;                          // 0: std::thread::hardware_concurrency()
@@ -47,10 +23,6 @@ struct RunOptions {
   int progress_every = 1;                   // a progress line every K steps (and at the last step); 0: every
                                             // ~10% of the run's steps, max(1, steps / 10), also on resume
 };
-
-// Loss and (when grad != nullptr) the mean gradient of a batch.
-BatchResult batch_gradient(const model::ModelConfig& cfg, const model::Params<float>& p, const Batch& b,
-                           model::Params<float>* grad, int threads);
 
 struct TrainResult {
   int steps_done = 0;
@@ -76,8 +48,18 @@ TrainResult train(const TrainConfig& cfg, const std::filesystem::path& out_dir, 
 // continue: the devices sum in different orders, so the continued run would not be the run the
 // checkpoint came from (resume's promise is the uninterrupted run, bit for bit).
 TrainResult resume(const std::filesystem::path& out_dir, const RunOptions& ro, const Device& device = cpu_device());
-// The device a checkpoint was trained on: "cpu" for checkpoints written before the device was
-// recorded. Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
+// Several independent runs on one device, cfgs[i] into dirs[i] (each as train(); an empty dir: written
+// nowhere). Every config, also the device's checks, is validated before the first run starts; then
+// device.run_many runs them (the CPU one after another, the GPU concurrently). ro applies to each run:
+// stop_after and interrupt stop them all, resumably; ro.progress gets every run's lines, prefixed with its
+// folder's name (or "run i"), one line at a time.
+std::vector<TrainResult> train_many(const std::vector<TrainConfig>& cfgs, const std::vector<std::filesystem::path>& dirs,
+                                    const RunOptions& ro, const Device& device = cpu_device());
+// Continues the runs in dirs (each as resume()), once every checkpoint is found to be a run of `device`.
+std::vector<TrainResult> resume_many(const std::vector<std::filesystem::path>& dirs, const RunOptions& ro,
+                                     const Device& device = cpu_device());
+// The device a checkpoint was trained on: "cpu" when it has no "device" key (CPU runs write none).
+// Throws std::invalid_argument naming --resume if out_dir holds no checkpoint.
 std::string checkpoint_device(const std::filesystem::path& out_dir);
 
 }  // namespace vla::train

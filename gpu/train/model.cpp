@@ -48,24 +48,68 @@ struct GpuModel::Impl {
   long adam_step = 0;
   cublasHandle_t blas = nullptr;
   cudaStream_t stream = nullptr;          // every launch, copy and GEMM of this model runs on it
-  // Activations for the current (B, T); N = B T rows.
+  // Activations for the current (B, T). Shapes: N = B T rows, d = d_model, H heads of dh (hd = H dh),
+  // F = ffn, V = vocab; "row layout" (N, hd) is (B, T, H, dh), the recurrent kernels' layout (B, H, T, dh).
   int B = 0, T = 0, N = 0;
-  struct Layer {
-    DeviceBuffer xhat1, rstd1, H1, Q, K, V, U, G, qb, kb, vb, ub, gb, ob, O, xhat2, rstd2, H2, Z1, A1;
+  // A LayerNorm's output and what its backward reads (core/model/layernorm.hpp).
+  struct LayerNormActs {
+    DeviceBuffer xhat, rstd, Y;  // (N, d), (N), (N, d)
+    LayerNormActs() = default;
+    LayerNormActs(std::size_t n, std::size_t d) : xhat(n * d), rstd(n), Y(n * d) {}
+  };
+  // The mixer's activations (core/model/mixer.hpp).
+  struct MixerActs {
+    DeviceBuffer Q, K, V, U, G;       // row layout (N, hd): H1 W^T + b; U = u_raw (VLA); G = gate logits, (N, H) (DeltaNet)
+    DeviceBuffer qb, kb, vb, ub, gb;  // the same in the kernels' layout (B, H, T, dh); gb (B, H, T)
+    DeviceBuffer ob, O;               // the attention's output, (B, H, T, dh), then in row layout (N, hd)
     // Recurrent mixers: this layer's backward workspace, which its forward fills with the backward's
     // checkpoints (x.checkpoints), so the backward skips its own first forward pass. One per layer: all
     // forwards run before the first backward.
     DeviceBuffer ck;
+    MixerActs() = default;
+    MixerActs(std::size_t n, std::size_t hd, std::size_t H)
+        : Q(n * hd), K(n * hd), V(n * hd), U(n * hd), G(n * H), qb(n * hd), kb(n * hd), vb(n * hd), ub(n * hd), gb(n * H),
+          ob(n * hd), O(n * hd) {}
   };
-  std::vector<Layer> L;
-  DeviceBuffer X, xhatf, rstdf, HF, logits, dlogits, ce, correct, tokens, targets;
+  struct FfnActs {
+    DeviceBuffer Z1, A1;  // (N, F): H2 W1^T + b1, GELU(Z1)
+    FfnActs() = default;
+    FfnActs(std::size_t n, std::size_t F) : Z1(n * F), A1(n * F) {}
+  };
+  struct BlockActs {
+    LayerNormActs ln1;  // ln1.Y = H1, the mixer's input
+    MixerActs mix;
+    LayerNormActs ln2;  // ln2.Y = H2, the FFN's input
+    FfnActs ffn;
+    BlockActs(std::size_t n, std::size_t d, std::size_t hd, std::size_t H, std::size_t F) : ln1(n, d), mix(n, hd, H), ln2(n, d), ffn(n, F) {}
+  };
+  // The mixer backward's scratch, shared by the blocks: dL/d of MixerActs' tensors, same shapes.
+  struct MixerGrads {
+    DeviceBuffer dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG;
+    MixerGrads() = default;
+    MixerGrads(std::size_t n, std::size_t hd, std::size_t H)
+        : dO(n * hd), dob(n * hd), dqb(n * hd), dkb(n * hd), dvb(n * hd), dub(n * hd), dgb(n * H), dQ(n * hd), dK(n * hd), dV(n * hd),
+          dU(n * hd), dG(n * H) {}
+  };
+  std::vector<BlockActs> L;
+  DeviceBuffer X;                          // (N, d) the residual stream
+  LayerNormActs lnf;                       // lnf.Y = HF, the head's input
+  DeviceBuffer logits, dlogits, ce, correct;  // (N, V), (N, V), (N), int32 (N)
+  DeviceBuffer tokens, targets;            // int32 (N), stored in 4-byte slots
   DeviceBuffer stats;                      // (L, B, H, T, 3): the fused forward's ||S_t||_F, ||A_t||_F, delta_t
   SoftmaxAttentionPlan plan;               // softmax: query chunking of the score workspace `work`
-  DeviceBuffer dX, dH, dF, dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG, work, partials;  // work: softmax only
+  DeviceBuffer dX, dH;                     // (N, d): dL/dX of the residual stream; dL/dY of a LayerNorm's output
+  DeviceBuffer dF;                         // (N, F): the FFN's dL/dA1, then dL/dZ1
+  MixerGrads dmix;
+  DeviceBuffer work, partials;             // softmax attention's score workspace; grad_norm's kSumSqBlocks doubles
 
   float* p(int i) const { return P.get() + off[i]; }
   float* g(int i) const { return G.get() + off[i]; }
   int blk(int l, model::BlockTensor k) const { return 2 + l * model::kPerBlock + k; }
+  int lnf_g() const { return int(off.size()) - 2; }  // the final LayerNorm's gain and bias: the last two tensors
+  int lnf_b() const { return int(off.size()) - 1; }
+  const int* token_ids() const { return reinterpret_cast<const int*>(tokens.get()); }
+  const int* target_ids() const { return reinterpret_cast<const int*>(targets.get()); }
 
   // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
@@ -86,30 +130,39 @@ struct GpuModel::Impl {
     B = b; T = t; N = b * t;
     const std::size_t n = N, d = cfg.d_model, hd = std::size_t(cfg.heads) * cfg.d_head, F = cfg.ffn, V_ = cfg.vocab, H = cfg.heads;
     L.clear();
-    L.resize(cfg.layers);
-    for (auto& y : L) {  // shapes: (N, d), (N), (N, H*dh) row layout, (B, H, T, dh) kernel layout, (N, F)
-      y.xhat1 = DeviceBuffer(n * d); y.rstd1 = DeviceBuffer(n); y.H1 = DeviceBuffer(n * d);
-      y.Q = DeviceBuffer(n * hd); y.K = DeviceBuffer(n * hd); y.V = DeviceBuffer(n * hd); y.U = DeviceBuffer(n * hd); y.G = DeviceBuffer(n * H);
-      y.qb = DeviceBuffer(n * hd); y.kb = DeviceBuffer(n * hd); y.vb = DeviceBuffer(n * hd); y.ub = DeviceBuffer(n * hd); y.gb = DeviceBuffer(n * H);
-      y.ob = DeviceBuffer(n * hd); y.O = DeviceBuffer(n * hd);
-      y.xhat2 = DeviceBuffer(n * d); y.rstd2 = DeviceBuffer(n); y.H2 = DeviceBuffer(n * d);
-      y.Z1 = DeviceBuffer(n * F); y.A1 = DeviceBuffer(n * F);
-    }
-    X = DeviceBuffer(n * d); xhatf = DeviceBuffer(n * d); rstdf = DeviceBuffer(n); HF = DeviceBuffer(n * d);  // (N, d)
-    logits = DeviceBuffer(n * V_); dlogits = DeviceBuffer(n * V_); ce = DeviceBuffer(n);                   // (N, V), (N)
-    correct = DeviceBuffer(n); tokens = DeviceBuffer(n); targets = DeviceBuffer(n);  // int32 (N), stored in 4-byte slots
-    dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F); dO = DeviceBuffer(n * hd);
-    dob = DeviceBuffer(n * hd); dqb = DeviceBuffer(n * hd); dkb = DeviceBuffer(n * hd); dvb = DeviceBuffer(n * hd); dub = DeviceBuffer(n * hd);
-    dgb = DeviceBuffer(n * H); dQ = DeviceBuffer(n * hd); dK = DeviceBuffer(n * hd); dV = DeviceBuffer(n * hd); dU = DeviceBuffer(n * hd);
-    dG = DeviceBuffer(n * H);
+    L.reserve(cfg.layers);
+    for (int l = 0; l < cfg.layers; ++l) L.emplace_back(n, d, hd, H, F);
+    X = DeviceBuffer(n * d);
+    lnf = LayerNormActs(n, d);
+    logits = DeviceBuffer(n * V_); dlogits = DeviceBuffer(n * V_); ce = DeviceBuffer(n); correct = DeviceBuffer(n);
+    tokens = DeviceBuffer(n); targets = DeviceBuffer(n);
+    dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
+    dmix = MixerGrads(n, hd, H);
     stats = DeviceBuffer(softmax ? 0 : std::size_t(cfg.layers) * n * H * 3);
     if (softmax) {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
     } else {
-      for (auto& y : L) y.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
+      for (auto& y : L) y.mix.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
     }
   }
+
+  // The layers, each forward beside its backward (defined below, in the model's order).
+  int upload_batch(const vla::train::Batch& batch);
+  void embedding_forward();
+  void embedding_backward();
+  void ln_forward(int gain, int bias, LayerNormActs& a, const char* what);
+  void ln_backward(int gain, int bias, const LayerNormActs& a, bool accumulate, const char* what);
+  void mixer_forward(int l, const float* H1, MixerActs& a, bool backward, const RecurrentParams& rp);
+  void mixer_backward(int l, const float* H1, const MixerActs& a, const RecurrentParams& rp);
+  void u_forward(int l, MixerActs& a);
+  void u_backward(int l, const MixerActs& a);
+  RecurrentTensors kernel_inputs(const MixerActs& a) const;
+  void ffn_forward(int l, const float* H2, FfnActs& a);
+  void ffn_backward(int l, const float* H2, const FfnActs& a);
+  GpuBatchResult head_forward(double scale, int total_targets);
+  void head_backward();
+  void read_state_norms(GpuBatchResult& r);
 
   RecurrentParams rparams() const { return gpu_kernel_of(cfg.mixer).params; }  // the rule's GPU trait
 };
@@ -200,16 +253,26 @@ long GpuModel::adam_moments(Params<float>& mo, Params<float>& vo) const {
   return impl_->adam_step;
 }
 
-GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool backward) {
-  using namespace model;
-  auto& m = *impl_;
-  const auto& c = m.cfg;
-  const int B = int(batch.tokens.size());
-  if (B == 0) throw std::invalid_argument("--batch: must be >= 1");
-  const int T = int(batch.tokens[0].size());
-  if (T > c.max_len) throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional table ({} rows)", T, c.max_len));
-  m.allocate(B, T);
-  const int N = m.N, d = c.d_model, H = c.heads, dh = c.d_head, hd = H * dh, F = c.ffn, V = c.vocab;
+// ---- The layers (llm.c layout: each forward beside its backward). A forward reads X or its input and
+// adds into X (the residual stream) or writes its activations; its backward reads dX or dH and the
+// forward's activations, writes dH or dX, and adds every weight gradient into G. Shapes as in Impl.
+
+// The batch's tokens and targets to the device, as int32 (N); activations sized for its (B, T).
+// Returns the number of positions with a target.
+int GpuModel::Impl::upload_batch(const vla::train::Batch& batch) {
+  const int nb = int(batch.tokens.size());
+  if (nb == 0) throw std::invalid_argument("--batch: must be >= 1");
+  const int nt = int(batch.tokens[0].size());
+  if (nt > cfg.max_len) throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional table ({} rows)", nt, cfg.max_len));
+  // One (B, T) block: a shorter sequence would be read past its end, a longer one cut.
+  if (int(batch.targets.size()) != nb)
+    throw std::invalid_argument(fmt::format("batch: {} token sequences but {} target sequences", nb, batch.targets.size()));
+  for (int b = 0; b < nb; ++b)
+    if (int(batch.tokens[b].size()) != nt || int(batch.targets[b].size()) != nt)
+      throw std::invalid_argument(fmt::format("batch: sequence {} has {} tokens and {} targets (the GPU path needs T = {} for every sequence)", b,
+                                              batch.tokens[b].size(), batch.targets[b].size(), nt));
+  allocate(nb, nt);
+  const int V = cfg.vocab;
   std::vector<int> tok(N), tgt(N);
   int total_targets = 0;
   for (int b = 0; b < B; ++b)
@@ -219,159 +282,240 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
       total_targets += tgt[b * T + t] >= 0;
       if (tok[b * T + t] < 0 || tok[b * T + t] >= V) throw std::invalid_argument("tokens: outside the vocabulary");
     }
-  check(cudaMemcpyAsync(m.tokens.get(), tok.data(), N * sizeof(int), cudaMemcpyHostToDevice, m.stream), "upload tokens");
-  check(cudaMemcpyAsync(m.targets.get(), tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice, m.stream), "upload targets");
+  check(cudaMemcpyAsync(tokens.get(), tok.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream), "upload tokens");
+  check(cudaMemcpyAsync(targets.get(), tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream), "upload targets");
   // tok and tgt are pageable host memory that dies with this call: wait for the copies.
-  check(cudaStreamSynchronize(m.stream), "upload (sync)");
-  const int* dtok = reinterpret_cast<const int*>(m.tokens.get());
-  const int* dtgt = reinterpret_cast<const int*>(m.targets.get());
+  check(cudaStreamSynchronize(stream), "upload (sync)");
+  return total_targets;
+}
+
+// Embedding: X (N, d) = E[tokens] + P[t]; E (V, d) is also the tied head's weight.
+void GpuModel::Impl::embedding_forward() {
+  check_launch(embed_forward(token_ids(), p(model::TOK), p(model::POS), N, T, cfg.d_model, X.get(), stream), "embed_forward");
+}
+void GpuModel::Impl::embedding_backward() {
+  check_launch(embed_backward(token_ids(), dX.get(), N, T, cfg.d_model, cfg.vocab, g(model::TOK), g(model::POS), stream), "embed_backward");
+}
+
+// LayerNorm of the residual stream: a.Y (N, d) = LN(X) with the gain and bias tensors given.
+void GpuModel::Impl::ln_forward(int gain, int bias, LayerNormActs& a, const char* what) {
+  check_launch(layernorm_forward(X.get(), p(gain), p(bias), N, cfg.d_model, a.Y.get(), a.xhat.get(), a.rstd.get(), stream), what);
+}
+// From dH = dL/dY: dX (+)= dL/dX (accumulate: the residual branch adds), gain and bias gradients.
+void GpuModel::Impl::ln_backward(int gain, int bias, const LayerNormActs& a, bool accumulate, const char* what) {
+  check_launch(layernorm_backward(dH.get(), p(gain), a.xhat.get(), a.rstd.get(), N, cfg.d_model, dX.get(), accumulate, g(gain), g(bias),
+                                  stream),
+               what);
+}
+
+// The recurrent kernels' inputs (B, H, T, dh) from this layer's activations: q, k, v, and u (VLA) and
+// the gate logits g (gated DeltaNet); no output, stats or checkpoints.
+RecurrentTensors GpuModel::Impl::kernel_inputs(const MixerActs& a) const {
+  RecurrentTensors x;
+  x.B = B; x.H = cfg.heads; x.T = T; x.d = cfg.d_head;
+  x.q = a.qb.get(); x.k = a.kb.get(); x.v = a.vb.get();
+  if (kind == RecurrentKind::Vla) x.u = a.ub.get();
+  if (gated) x.g = a.gb.get();
+  return x;
+}
+
+// Mixer (core/model/mixer.hpp): from H1 (N, d), X += O W_o^T + b_o with O (N, hd) the per-head
+// attention of Q, K, V (and U, G) = H1 W^T + b. With backward, a recurrent mixer's forward also writes
+// the state norms (stats) and this layer's backward checkpoints.
+void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool backward, const RecurrentParams& rp) {
+  using namespace model;
+  const int d = cfg.d_model, H = cfg.heads, dh = cfg.d_head, hd = H * dh;
+  linear_fwd(H1, N, d, p(blk(l, WQ)), p(blk(l, BQ)), hd, a.Q.get(), 0.f);
+  linear_fwd(H1, N, d, p(blk(l, WK)), p(blk(l, BK)), hd, a.K.get(), 0.f);
+  linear_fwd(H1, N, d, p(blk(l, WV)), p(blk(l, BV)), hd, a.V.get(), 0.f);
+  check_launch(bthc_to_bhtc(a.Q.get(), B, T, H, dh, a.qb.get(), stream), "permute q");
+  check_launch(bthc_to_bhtc(a.K.get(), B, T, H, dh, a.kb.get(), stream), "permute k");
+  check_launch(bthc_to_bhtc(a.V.get(), B, T, H, dh, a.vb.get(), stream), "permute v");
+  RecurrentTensors x = kernel_inputs(a);
+  x.o = a.ob.get();
+  if (backward && !softmax) {
+    x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
+    x.checkpoints = a.ck.get();                          // for this layer's backward
+  }
+  if (kind == RecurrentKind::Vla) u_forward(l, a);
+  if (gated) {  // gate logits G = H1 W_g^T + b_g, (N, H)
+    linear_fwd(H1, N, d, p(blk(l, WG)), p(blk(l, BG)), H, a.G.get(), 0.f);
+    check_launch(bthc_to_bhtc(a.G.get(), B, T, H, 1, a.gb.get(), stream), "permute g");
+  }
+  if (softmax) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
+  else check_launch(recurrent_forward(kind, x, rp, stream), "recurrent_forward");
+  check_launch(bhtc_to_bthc(a.ob.get(), B, T, H, dh, a.O.get(), stream), "permute o");
+  linear_fwd(a.O.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f);  // X += Y (residual)
+}
+// From dX = dL/dY: dH = dL/dH1, through the output projection, the attention's backward (the recurrent
+// one from the forward's checkpoints) and the input projections.
+void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, const RecurrentParams& rp) {
+  using namespace model;
+  const int d = cfg.d_model, H = cfg.heads, dh = cfg.d_head, hd = H * dh;
+  auto& m = dmix;
+  linear_bwd(dX.get(), N, d, a.O.get(), hd, p(blk(l, WO)), g(blk(l, WO)), g(blk(l, BO)), m.dO.get(), 0.f);
+  check_launch(bthc_to_bhtc(m.dO.get(), B, T, H, dh, m.dob.get(), stream), "permute dO");
+  RecurrentTensors x = kernel_inputs(a);
+  RecurrentGrads rg;
+  rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
+  if (kind == RecurrentKind::Vla) rg.du = m.dub.get();
+  if (gated) rg.dg = m.dgb.get();
+  if (softmax)
+    softmax_attention_backward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, plan, work.get());
+  else {
+    x.checkpoints = a.ck.get();  // written by this layer's forward
+    check_launch(recurrent_backward(kind, x, rg, rp, a.ck.get(), stream), "recurrent_backward");
+  }
+  check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), stream), "permute dq");
+  check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), stream), "permute dk");
+  check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), stream), "permute dv");
+  if (kind == RecurrentKind::Vla) u_backward(l, a);
+  linear_bwd(m.dQ.get(), N, hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f);
+  linear_bwd(m.dK.get(), N, hd, H1, d, p(blk(l, WK)), g(blk(l, WK)), g(blk(l, BK)), dH.get(), 1.f);
+  linear_bwd(m.dV.get(), N, hd, H1, d, p(blk(l, WV)), g(blk(l, WV)), g(blk(l, BV)), dH.get(), 1.f);
+  if (gated) {
+    check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), stream), "permute dg");
+    linear_bwd(m.dG.get(), N, H, H1, d, p(blk(l, WG)), g(blk(l, WG)), g(blk(l, BG)), dH.get(), 1.f);
+  }
+}
+
+// VLA's u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows;
+// U (N, hd), then ub (B, H, T, dh) for the kernels.
+void GpuModel::Impl::u_forward(int l, MixerActs& a) {
+  using namespace model;
+  const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
+  const float one = 1.f, zero = 0.f;
+  for (int h = 0; h < H; ++h)
+    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)) + std::size_t(h) * dh * dh, dh,
+                           a.K.get() + h * dh, hd, &zero, a.U.get() + h * dh, hd), "sgemm u");
+  check_launch(add_bias(a.U.get(), p(blk(l, BU)), N, hd, stream), "bias u");
+  check_launch(bthc_to_bhtc(a.U.get(), B, T, H, dh, a.ub.get(), stream), "permute u");
+}
+// From dub = dL/du_raw: dW_u^h += dU^h^T K^h, db_u += column sums, dK^h += dU^h W_u^h.
+void GpuModel::Impl::u_backward(int l, const MixerActs& a) {
+  using namespace model;
+  const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
+  auto& m = dmix;
+  check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), stream), "permute du");
+  const float one = 1.f;
+  for (int h = 0; h < H; ++h) {
+    float* Wu = p(blk(l, WU)) + std::size_t(h) * dh * dh;
+    float* gWu = g(blk(l, WU)) + std::size_t(h) * dh * dh;
+    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, N, &one, a.K.get() + h * dh, hd, m.dU.get() + h * dh, hd, &one, gWu, dh),
+               "sgemm dWu");
+    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, Wu, dh, m.dU.get() + h * dh, hd, &one, m.dK.get() + h * dh, hd),
+               "sgemm dK from u");
+  }
+  check_launch(column_sums(m.dU.get(), N, hd, g(blk(l, BU)), stream), "column_sums bu");
+}
+
+// FFN: from H2 (N, d), X += W2 GELU(Z1) + b2 with Z1 = H2 W1^T + b1 (N, F).
+void GpuModel::Impl::ffn_forward(int l, const float* H2, FfnActs& a) {
+  using namespace model;
+  const int d = cfg.d_model, F = cfg.ffn;
+  linear_fwd(H2, N, d, p(blk(l, W1)), p(blk(l, B1)), F, a.Z1.get(), 0.f);
+  check_launch(gelu_forward(a.Z1.get(), (long long)N * F, a.A1.get(), stream), "gelu");
+  linear_fwd(a.A1.get(), N, F, p(blk(l, W2)), p(blk(l, B2)), d, X.get(), 1.f);
+}
+// From dX = dL/dY: dH = dL/dH2, through dF = dL/dA1, then dL/dZ1 in place.
+void GpuModel::Impl::ffn_backward(int l, const float* H2, const FfnActs& a) {
+  using namespace model;
+  const int d = cfg.d_model, F = cfg.ffn;
+  linear_bwd(dX.get(), N, d, a.A1.get(), F, p(blk(l, W2)), g(blk(l, W2)), g(blk(l, B2)), dF.get(), 0.f);
+  check_launch(gelu_backward(dF.get(), a.Z1.get(), (long long)N * F, stream), "gelu backward");
+  linear_bwd(dF.get(), N, F, H2, d, p(blk(l, W1)), g(blk(l, W1)), g(blk(l, B1)), dH.get(), 0.f);
+}
+
+// Head: HF = LNf(X), logits (N, V) = HF E^T (tied to the embedding), cross-entropy at the positions
+// with a target, each scaled by `scale` (1 / #targets: the batch mean). Its forward also computes
+// dlogits (N, V), and reads the loss and accuracy back.
+GpuBatchResult GpuModel::Impl::head_forward(double scale, int total_targets) {
+  const int d = cfg.d_model, V = cfg.vocab;
+  ln_forward(lnf_g(), lnf_b(), lnf, "lnf");
+  linear_fwd(lnf.Y.get(), N, d, p(model::TOK), nullptr, V, logits.get(), 0.f);  // tied head, (N, V)
+  int* dcorrect = reinterpret_cast<int*>(correct.get());
+  check_launch(softmax_cross_entropy(logits.get(), target_ids(), N, V, float(scale), dlogits.get(), ce.get(), dcorrect, stream), "cross-entropy");
+  std::vector<float> ce_h(N);
+  std::vector<int> corr(N);
+  check(cudaMemcpyAsync(ce_h.data(), ce.get(), N * sizeof(float), cudaMemcpyDeviceToHost, stream), "download ce");
+  check(cudaMemcpyAsync(corr.data(), dcorrect, N * sizeof(int), cudaMemcpyDeviceToHost, stream), "download correct");
+  check(cudaStreamSynchronize(stream), "download (sync)");
+  GpuBatchResult r;
+  double loss = 0;
+  int right = 0;
+  for (int n = 0; n < N; ++n) { loss += ce_h[n]; right += corr[n]; }  // rows with no target hold 0
+  r.loss = loss * scale;
+  r.targets = total_targets;
+  r.accuracy = double(right) / std::max(1, total_targets);
+  return r;
+}
+// From dlogits: dX = dL/dX of the last block's output (and E's head gradient, LNf's gain and bias).
+void GpuModel::Impl::head_backward() {
+  linear_bwd(dlogits.get(), N, cfg.vocab, lnf.Y.get(), cfg.d_model, p(model::TOK), g(model::TOK), nullptr, dH.get(), 0.f);
+  ln_backward(lnf_g(), lnf_b(), lnf, false, "lnf backward");
+}
+
+// S/A norms as the CPU's batch_gradient: per sequence the mean over heads of ||S_T||_F (as a float,
+// the CPU's T(norm)), summed over the batch in order, divided by B. Only the last step's stats come
+// back: one strided copy, row (l, b, h) at offset (T - 1) * 3 of its T * 3 floats.
+void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
+  const int H = cfg.heads;
+  r.S_fro.assign(cfg.layers, std::nan(""));
+  r.A_fro.assign(cfg.layers, std::nan(""));
+  if (softmax) return;
+  std::vector<float> last(std::size_t(cfg.layers) * B * H * 3);
+  check(cudaMemcpy2DAsync(last.data(), 3 * sizeof(float), stats.get() + std::size_t(T - 1) * 3, std::size_t(T) * 3 * sizeof(float),
+                          3 * sizeof(float), std::size_t(cfg.layers) * B * H, cudaMemcpyDeviceToHost, stream), "download stats");
+  check(cudaStreamSynchronize(stream), "download stats (sync)");
+  for (int l = 0; l < cfg.layers; ++l) {
+    double S = 0, A = 0;
+    for (int b = 0; b < B; ++b) {
+      double s = 0, a = 0;
+      for (int h = 0; h < H; ++h) {
+        const float* st = &last[((std::size_t(l) * B + b) * H + h) * 3];
+        s += double(st[0]);
+        a += double(st[1]);  // NaN for linear/deltanet: the CPU's kNotApplicable
+      }
+      S += s / H;
+      A += a / H;
+    }
+    r.S_fro[l] = S / B;
+    r.A_fro[l] = A / B;
+  }
+}
+
+// The model (core/model/transformer.hpp's order): embedding, blocks, head; then the backward in reverse.
+GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool backward) {
+  using namespace model;
+  auto& m = *impl_;
+  const int total_targets = m.upload_batch(batch);
   const double scale = 1.0 / std::max(1, total_targets);
   const RecurrentParams rp = m.rparams();
 
   // ---- forward ----
-  check_launch(embed_forward(dtok, m.p(TOK), m.p(POS), N, T, d, m.X.get(), m.stream), "embed_forward");
-  for (int l = 0; l < c.layers; ++l) {
+  m.embedding_forward();
+  for (int l = 0; l < m.cfg.layers; ++l) {
     auto& y = m.L[l];
-    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN1_G)), m.p(m.blk(l, LN1_B)), N, d, y.H1.get(), y.xhat1.get(), y.rstd1.get(), m.stream), "ln1");
-    m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WQ)), m.p(m.blk(l, BQ)), hd, y.Q.get(), 0.f);
-    m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WK)), m.p(m.blk(l, BK)), hd, y.K.get(), 0.f);
-    m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WV)), m.p(m.blk(l, BV)), hd, y.V.get(), 0.f);
-    RecurrentTensors x;
-    x.B = B; x.H = H; x.T = T; x.d = dh;
-    check_launch(bthc_to_bhtc(y.Q.get(), B, T, H, dh, y.qb.get(), m.stream), "permute q");
-    check_launch(bthc_to_bhtc(y.K.get(), B, T, H, dh, y.kb.get(), m.stream), "permute k");
-    check_launch(bthc_to_bhtc(y.V.get(), B, T, H, dh, y.vb.get(), m.stream), "permute v");
-    x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get(); x.o = y.ob.get();
-    if (backward && !m.softmax) {
-      x.stats = m.stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
-      x.checkpoints = y.ck.get();                            // for this layer's backward
-    }
-    if (m.kind == RecurrentKind::Vla) {
-      // u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows.
-      const float one = 1.f, zero = 0.f;
-      for (int h = 0; h < H; ++h)
-        check_blas(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, m.p(m.blk(l, WU)) + std::size_t(h) * dh * dh, dh,
-                               y.K.get() + h * dh, hd, &zero, y.U.get() + h * dh, hd), "sgemm u");
-      check_launch(add_bias(y.U.get(), m.p(m.blk(l, BU)), N, hd, m.stream), "bias u");
-      check_launch(bthc_to_bhtc(y.U.get(), B, T, H, dh, y.ub.get(), m.stream), "permute u");
-      x.u = y.ub.get();
-    }
-    if (m.gated) {  // gate logits G = H1 W_g^T + b_g, (N, H)
-      m.linear_fwd(y.H1.get(), N, d, m.p(m.blk(l, WG)), m.p(m.blk(l, BG)), H, y.G.get(), 0.f);
-      check_launch(bthc_to_bhtc(y.G.get(), B, T, H, 1, y.gb.get(), m.stream), "permute g");
-      x.g = y.gb.get();
-    }
-    if (m.softmax) softmax_attention_forward(m.blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, m.plan, m.work.get());
-    else check_launch(recurrent_forward(m.kind, x, rp, m.stream), "recurrent_forward");
-    check_launch(bhtc_to_bthc(y.ob.get(), B, T, H, dh, y.O.get(), m.stream), "permute o");
-    m.linear_fwd(y.O.get(), N, hd, m.p(m.blk(l, WO)), m.p(m.blk(l, BO)), d, m.X.get(), 1.f);  // X += Y (residual)
-    check_launch(layernorm_forward(m.X.get(), m.p(m.blk(l, LN2_G)), m.p(m.blk(l, LN2_B)), N, d, y.H2.get(), y.xhat2.get(), y.rstd2.get(), m.stream), "ln2");
-    m.linear_fwd(y.H2.get(), N, d, m.p(m.blk(l, W1)), m.p(m.blk(l, B1)), F, y.Z1.get(), 0.f);
-    check_launch(gelu_forward(y.Z1.get(), (long long)N * F, y.A1.get(), m.stream), "gelu");
-    m.linear_fwd(y.A1.get(), N, F, m.p(m.blk(l, W2)), m.p(m.blk(l, B2)), d, m.X.get(), 1.f);
+    m.ln_forward(m.blk(l, LN1_G), m.blk(l, LN1_B), y.ln1, "ln1");  // H1 = LN1(X)
+    m.mixer_forward(l, y.ln1.Y.get(), y.mix, backward, rp);        // X += Mixer(H1)
+    m.ln_forward(m.blk(l, LN2_G), m.blk(l, LN2_B), y.ln2, "ln2");  // H2 = LN2(X)
+    m.ffn_forward(l, y.ln2.Y.get(), y.ffn);                        // X += FFN(H2)
   }
-  const int gf = int(m.off.size()) - 2, bf = int(m.off.size()) - 1;
-  check_launch(layernorm_forward(m.X.get(), m.p(gf), m.p(bf), N, d, m.HF.get(), m.xhatf.get(), m.rstdf.get(), m.stream), "lnf");
-  m.linear_fwd(m.HF.get(), N, d, m.p(TOK), nullptr, V, m.logits.get(), 0.f);  // tied head, (N, V)
-  int* dcorrect = reinterpret_cast<int*>(m.correct.get());
-  check_launch(softmax_cross_entropy(m.logits.get(), dtgt, N, V, float(scale), m.dlogits.get(), m.ce.get(), dcorrect, m.stream), "cross-entropy");
-  std::vector<float> ce(N);
-  std::vector<int> corr(N);
-  check(cudaMemcpyAsync(ce.data(), m.ce.get(), N * sizeof(float), cudaMemcpyDeviceToHost, m.stream), "download ce");
-  check(cudaMemcpyAsync(corr.data(), dcorrect, N * sizeof(int), cudaMemcpyDeviceToHost, m.stream), "download correct");
-  check(cudaStreamSynchronize(m.stream), "download (sync)");
-  GpuBatchResult r;
-  double loss = 0;
-  int right = 0;
-  for (int n = 0; n < N; ++n) { loss += ce[n]; right += corr[n]; }  // rows with no target hold 0
-  r.loss = loss * scale;
-  r.targets = total_targets;
-  r.accuracy = double(right) / std::max(1, total_targets);
+  GpuBatchResult r = m.head_forward(scale, total_targets);
   if (!backward) return r;
-  // S/A norms as the CPU's batch_gradient: per sequence the mean over heads of ||S_T||_F (as a float,
-  // the CPU's T(norm)), summed over the batch in order, divided by B. Only the last step's stats come
-  // back: one strided copy, row (l, b, h) at offset (T - 1) * 3 of its T * 3 floats.
-  r.S_fro.assign(c.layers, std::nan(""));
-  r.A_fro.assign(c.layers, std::nan(""));
-  if (!m.softmax) {
-    std::vector<float> last(std::size_t(c.layers) * B * H * 3);
-    check(cudaMemcpy2DAsync(last.data(), 3 * sizeof(float), m.stats.get() + std::size_t(T - 1) * 3, std::size_t(T) * 3 * sizeof(float),
-                            3 * sizeof(float), std::size_t(c.layers) * B * H, cudaMemcpyDeviceToHost, m.stream), "download stats");
-    check(cudaStreamSynchronize(m.stream), "download stats (sync)");
-    for (int l = 0; l < c.layers; ++l) {
-      double S = 0, A = 0;
-      for (int b = 0; b < B; ++b) {
-        double s = 0, a = 0;
-        for (int h = 0; h < H; ++h) {
-          const float* st = &last[((std::size_t(l) * B + b) * H + h) * 3];
-          s += double(st[0]);
-          a += double(st[1]);  // NaN for linear/deltanet: the CPU's kNotApplicable
-        }
-        S += s / H;
-        A += a / H;
-      }
-      r.S_fro[l] = S / B;
-      r.A_fro[l] = A / B;
-    }
-  }
+  m.read_state_norms(r);
 
   // ---- backward (reverse order of the forward; every weight gradient adds into the zeroed G) ----
   check(cudaMemsetAsync(m.G.get(), 0, m.G.size() * sizeof(float), m.stream), "cudaMemset G");
-  m.linear_bwd(m.dlogits.get(), N, V, m.HF.get(), d, m.p(TOK), m.g(TOK), nullptr, m.dH.get(), 0.f);
-  check_launch(layernorm_backward(m.dH.get(), m.p(gf), m.xhatf.get(), m.rstdf.get(), N, d, m.dX.get(), false, m.g(gf), m.g(bf), m.stream), "lnf backward");
-  for (int l = c.layers - 1; l >= 0; --l) {
+  m.head_backward();  // dX = dL/dX of the last block's output
+  for (int l = m.cfg.layers - 1; l >= 0; --l) {
     auto& y = m.L[l];
-    m.linear_bwd(m.dX.get(), N, d, y.A1.get(), F, m.p(m.blk(l, W2)), m.g(m.blk(l, W2)), m.g(m.blk(l, B2)), m.dF.get(), 0.f);
-    check_launch(gelu_backward(m.dF.get(), y.Z1.get(), (long long)N * F, m.stream), "gelu backward");
-    m.linear_bwd(m.dF.get(), N, F, y.H2.get(), d, m.p(m.blk(l, W1)), m.g(m.blk(l, W1)), m.g(m.blk(l, B1)), m.dH.get(), 0.f);
-    check_launch(layernorm_backward(m.dH.get(), m.p(m.blk(l, LN2_G)), y.xhat2.get(), y.rstd2.get(), N, d, m.dX.get(), true,
-                                    m.g(m.blk(l, LN2_G)), m.g(m.blk(l, LN2_B)), m.stream), "ln2 backward");
-    // Mixer: Y = O W_o^T + b_o, then the recurrence's backward, then the projections.
-    m.linear_bwd(m.dX.get(), N, d, y.O.get(), hd, m.p(m.blk(l, WO)), m.g(m.blk(l, WO)), m.g(m.blk(l, BO)), m.dO.get(), 0.f);
-    check_launch(bthc_to_bhtc(m.dO.get(), B, T, H, dh, m.dob.get(), m.stream), "permute dO");
-    RecurrentTensors x;
-    x.B = B; x.H = H; x.T = T; x.d = dh;
-    x.q = y.qb.get(); x.k = y.kb.get(); x.v = y.vb.get();
-    if (m.kind == RecurrentKind::Vla) x.u = y.ub.get();
-    if (m.gated) x.g = y.gb.get();
-    RecurrentGrads rg;
-    rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
-    if (m.kind == RecurrentKind::Vla) rg.du = m.dub.get();
-    if (m.gated) rg.dg = m.dgb.get();
-    if (m.softmax)
-      softmax_attention_backward(m.blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, m.plan, m.work.get());
-    else {
-      x.checkpoints = y.ck.get();  // written by this layer's forward above
-      check_launch(recurrent_backward(m.kind, x, rg, rp, y.ck.get(), m.stream), "recurrent_backward");
-    }
-    check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), m.stream), "permute dq");
-    check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), m.stream), "permute dk");
-    check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), m.stream), "permute dv");
-    if (m.kind == RecurrentKind::Vla) {
-      // u_raw^h = K^h W_u^h^T + b_u^h: dW_u^h += dU^h^T K^h, db_u += column sums, dK^h += dU^h W_u^h.
-      check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), m.stream), "permute du");
-      const float one = 1.f;
-      for (int h = 0; h < H; ++h) {
-        float* Wu = m.p(m.blk(l, WU)) + std::size_t(h) * dh * dh;
-        float* gWu = m.g(m.blk(l, WU)) + std::size_t(h) * dh * dh;
-        check_blas(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, N, &one, y.K.get() + h * dh, hd, m.dU.get() + h * dh, hd,
-                               &one, gWu, dh), "sgemm dWu");
-        check_blas(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, Wu, dh, m.dU.get() + h * dh, hd, &one,
-                               m.dK.get() + h * dh, hd), "sgemm dK from u");
-      }
-      check_launch(column_sums(m.dU.get(), N, hd, m.g(m.blk(l, BU)), m.stream), "column_sums bu");
-    }
-    m.linear_bwd(m.dQ.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WQ)), m.g(m.blk(l, WQ)), m.g(m.blk(l, BQ)), m.dH.get(), 0.f);
-    m.linear_bwd(m.dK.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WK)), m.g(m.blk(l, WK)), m.g(m.blk(l, BK)), m.dH.get(), 1.f);
-    m.linear_bwd(m.dV.get(), N, hd, y.H1.get(), d, m.p(m.blk(l, WV)), m.g(m.blk(l, WV)), m.g(m.blk(l, BV)), m.dH.get(), 1.f);
-    if (m.gated) {
-      check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), m.stream), "permute dg");
-      m.linear_bwd(m.dG.get(), N, H, y.H1.get(), d, m.p(m.blk(l, WG)), m.g(m.blk(l, WG)), m.g(m.blk(l, BG)), m.dH.get(), 1.f);
-    }
-    check_launch(layernorm_backward(m.dH.get(), m.p(m.blk(l, LN1_G)), y.xhat1.get(), y.rstd1.get(), N, d, m.dX.get(), true,
-                                    m.g(m.blk(l, LN1_G)), m.g(m.blk(l, LN1_B)), m.stream), "ln1 backward");
+    m.ffn_backward(l, y.ln2.Y.get(), y.ffn);                                       // dH = dL/dH2
+    m.ln_backward(m.blk(l, LN2_G), m.blk(l, LN2_B), y.ln2, true, "ln2 backward");  // dX += LN2'(dH)
+    m.mixer_backward(l, y.ln1.Y.get(), y.mix, rp);                                 // dH = dL/dH1
+    m.ln_backward(m.blk(l, LN1_G), m.blk(l, LN1_B), y.ln1, true, "ln1 backward");  // dX += LN1'(dH)
   }
-  check_launch(embed_backward(dtok, m.dX.get(), N, T, d, V, m.g(TOK), m.g(POS), m.stream), "embed_backward");
+  m.embedding_backward();
   check(cudaStreamSynchronize(m.stream), "forward_backward (sync)");
   return r;
 }

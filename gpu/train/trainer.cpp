@@ -5,10 +5,8 @@
 #include "gpu/device_query.hpp"
 #include "gpu/train/model.hpp"
 
-#include <fmt/format.h>
-
 #include <cmath>
-#include <mutex>
+#include <exception>
 #include <thread>
 
 namespace vla::gpu::train {
@@ -52,21 +50,41 @@ class GpuEngine final : public vla::train::StepEngine {
   cudaStream_t stream_;
 };
 
-vla::train::RunOptions with_progress(const std::function<void(const std::string&)>& progress) {
-  vla::train::RunOptions ro;
-  ro.progress = progress;
-  ro.progress_every = 0;  // every ~10% of the steps: a GPU step takes milliseconds
-  return ro;
+// Runs job(i, cuda_device(stream i)) for i < n, each on its own host thread and non-blocking stream;
+// rethrows the first run's error once all have ended.
+void run_concurrently(std::size_t n, const vla::train::Device::Job& job) {
+  require_device();
+  std::vector<std::exception_ptr> err(n);
+  std::vector<std::thread> pool;
+  for (std::size_t i = 0; i < n; ++i)
+    pool.emplace_back([&, i] {
+      cudaStream_t s = nullptr;
+      try {
+        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        job(i, cuda_device(s));
+      } catch (...) {
+        err[i] = std::current_exception();
+      }
+      if (s) cudaStreamDestroy(s);
+    });
+  for (auto& t : pool) t.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace
 
 vla::train::Device cuda_device(cudaStream_t stream) {
-  return {"cuda", [stream](const vla::train::TrainConfig& c, const vla::train::RunOptions&) -> std::unique_ptr<vla::train::StepEngine> {
-            validate_gpu_config(c.model);
-            require_device();
-            return std::make_unique<GpuEngine>(c, stream);
-          }};
+  vla::train::Device d;
+  d.name = "cuda";
+  d.check = [](const vla::train::TrainConfig& c) { validate_gpu_config(c.model); };
+  d.make = [stream](const vla::train::TrainConfig& c, const vla::train::RunOptions&) -> std::unique_ptr<vla::train::StepEngine> {
+    validate_gpu_config(c.model);
+    require_device();
+    return std::make_unique<GpuEngine>(c, stream);
+  };
+  d.run_many = run_concurrently;
+  return d;
 }
 
 GpuTrainResult train_gpu(const vla::train::TrainConfig& cfg, const std::filesystem::path& dir, const vla::train::RunOptions& ro,
@@ -76,66 +94,6 @@ GpuTrainResult train_gpu(const vla::train::TrainConfig& cfg, const std::filesyst
 
 GpuTrainResult resume_gpu(const std::filesystem::path& dir, const vla::train::RunOptions& ro, cudaStream_t stream) {
   return vla::train::resume(dir, ro, cuda_device(stream));
-}
-
-GpuTrainResult train_gpu(const vla::train::TrainConfig& cfg, const std::filesystem::path& dir,
-                         const std::function<void(const std::string&)>& progress, cudaStream_t stream) {
-  return train_gpu(cfg, dir, with_progress(progress), stream);
-}
-
-namespace {
-// One host thread and one non-blocking stream per run; one(i, run options, stream) runs run i.
-template <class One>
-std::vector<GpuTrainResult> run_many(std::size_t n, const std::function<void(const std::string&)>& progress,
-                                     const vla::train::RunOptions& ro, One one) {
-  require_device();
-  std::vector<GpuTrainResult> res(n);
-  std::vector<std::exception_ptr> err(n);
-  std::vector<std::thread> pool;
-  std::mutex mu;
-  for (std::size_t i = 0; i < n; ++i)
-    pool.emplace_back([&, i] {
-      cudaStream_t s = nullptr;
-      try {
-        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-        vla::train::RunOptions r = ro;  // stop_after and interrupt stop every run
-        r.progress = nullptr;
-        r.progress_every = 0;  // every ~10% of the run's steps
-        if (progress)
-          r.progress = [&, i](const std::string& line) { std::lock_guard<std::mutex> lk(mu); progress(fmt::format("run {}: {}", i, line)); };
-        res[i] = one(i, r, s);
-      } catch (...) {
-        err[i] = std::current_exception();
-      }
-      if (s) cudaStreamDestroy(s);
-    });
-  for (auto& t : pool) t.join();
-  for (auto& e : err)
-    if (e) std::rethrow_exception(e);
-  return res;
-}
-}  // namespace
-
-std::vector<GpuTrainResult> train_gpu_many(const std::vector<vla::train::TrainConfig>& cfgs,
-                                           const std::vector<std::filesystem::path>& dirs,
-                                           const std::function<void(const std::string&)>& progress,
-                                           const vla::train::RunOptions& ro) {
-  if (dirs.size() != cfgs.size()) throw std::invalid_argument("train_gpu_many: one output folder per run");
-  for (const auto& c : cfgs) { c.validate(); validate_gpu_config(c.model); }  // reject before any run starts
-  return run_many(cfgs.size(), progress, ro, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
-    return train_gpu(cfgs[i], dirs[i], r, s);
-  });
-}
-
-std::vector<GpuTrainResult> resume_gpu_many(const std::vector<std::filesystem::path>& dirs,
-                                            const std::function<void(const std::string&)>& progress,
-                                            const vla::train::RunOptions& ro) {
-  for (const auto& d : dirs)  // reject before any run continues: a missing or non-GPU checkpoint
-    if (const auto dev = vla::train::checkpoint_device(d); dev != "cuda")
-      throw std::invalid_argument(fmt::format("--device: the run in '{}' was trained on {}; resume it with `vla train --resume`", d.string(), dev));
-  return run_many(dirs.size(), progress, ro, [&](std::size_t i, const vla::train::RunOptions& r, cudaStream_t s) {
-    return resume_gpu(dirs[i], r, s);
-  });
 }
 
 }  // namespace vla::gpu::train

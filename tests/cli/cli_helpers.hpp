@@ -57,6 +57,14 @@ inline RunResult run_command(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
 }
 
+// The bytes of a file ("" if it cannot be read).
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Random N(0, scale^2) matrix (rows, cols), deterministic in the generator.
 inline Mat<double> gaussian(std::mt19937_64& g, long rows, long cols, double scale) {
   std::normal_distribution<double> n(0.0, scale);

@@ -67,7 +67,7 @@ TEST_CASE("layer-forward in double agrees with the NumPy reference of Algorithm 
       // Both compute the same float64 recurrence with different operation orders (Eigen vs BLAS dot
       // products and matrix products). Each op rounds by u = 2^-53 ~ 1.1e-16; over T = 64 steps of
       // O(d) = 8-term sums with A_0 = 10 I (condition growth at most a few hundred here) the forward
-      // error stays far below 1e-12 relative, the issue's bar. A failure means the C++ recurrence
+      // error stays far below 1e-12 relative, the bar held here. A failure means the C++ recurrence
       // is not Algorithm 1 (or eq. 2-4) as the paper writes it: a wrong line, order or default.
       CHECK(relative_error(Y, R) < 1e-12);
       // The trace (||S_t||_F, ||A_t||_F, delta_t, ||e_t||) must agree the same way, with NaN exactly

@@ -33,13 +33,6 @@ using namespace vla::test;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Starts `kVla args...` with stdout and stderr to `log`, SIGINT at its default disposition and unblocked
 // (a test runner may start us with SIGINT ignored or blocked; the child must receive it).
 pid_t spawn_vla(const std::vector<std::string>& args, const fs::path& log) {
@@ -94,7 +87,7 @@ int wait_exit(pid_t pid) {
   }
 }
 
-// The step stored in a checkpoint, after checking its magic (trainer.cpp: magic "VLACKPT1", u64 length of
+// The step stored in a checkpoint, after checking its magic (core/train/checkpoint.hpp: magic "VLACKPT1", u64 length of
 // the config JSON, the JSON, i64 step, f64 wall time, ...). Also returns the wall time's byte offset.
 struct CheckpointHead {
   std::int64_t step = -1;

@@ -1,6 +1,9 @@
 // core/io/npy: round trips and rejection of malformed files.
 #include "core/io/npy.hpp"
 
+#include "core/io/escape.hpp"
+#include "tests/fuzz/npy_files.hpp"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -23,20 +26,6 @@ Mat<double> sample(long r, long c) {
 
 fs::path scratch(const std::string& name) {
   return fs::temp_directory_path() / fmt::format("vla-npy-test-{}-{}", ::getpid(), name);
-}
-
-// Header dict -> a complete v1.0 file with `data_bytes` bytes of data.
-std::string file_with_header(const std::string& dict, std::size_t data_bytes, int major = 1) {
-  std::string h = dict;
-  while ((10 + h.size() + 1) % 64) h.push_back(' ');
-  h.push_back('\n');
-  std::string out("\x93NUMPY", 6);
-  out.push_back(char(major));
-  out.push_back('\0');
-  out.push_back(char(h.size() & 0xff));
-  out.push_back(char(h.size() >> 8));
-  if (major == 2) { out.push_back('\0'); out.push_back('\0'); }
-  return out + h + std::string(data_bytes, '\0');
 }
 
 }  // namespace
@@ -69,7 +58,7 @@ TEST_CASE("npy round trip: f8 exact, f4 to float rounding, 1-D and 2-D", "[io]")
 
 TEST_CASE("npy: version 2.0 headers are read", "[io]") {
   // NumPy writes 2.0 headers for very wide dtypes; a reader that only knows 1.0 would reject them.
-  std::string bytes = file_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16, 2);
+  std::string bytes = fuzz::npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16, 2);
   const double x[2] = {1.5, -2.25};
   std::memcpy(bytes.data() + bytes.size() - 16, x, 16);
   const auto a = io::decode_npy(bytes, "v2");
@@ -93,16 +82,20 @@ TEST_CASE("npy: malformed files are rejected naming the file", "[io]") {
     }
   };
   const std::string good = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
-  CHECK_NOTHROW(io::decode_npy(file_with_header(good, 48), "ok"));
-  rejects(file_with_header(good, 40), "truncated");
-  rejects(file_with_header(good, 56), "trailing");
-  rejects(file_with_header("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }", 48), "dtype");
-  rejects(file_with_header("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "dtype");
-  rejects(file_with_header("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48), "fortran_order");
-  rejects(file_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 1), }", 48), "dimensions");
-  rejects(file_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3) ", 48), "malformed");
-  rejects(file_with_header("garbage", 48), "malformed");
-  rejects(file_with_header("{'descr': '<f8', 'shape': (2, 3), }", 48), "malformed");
+  CHECK_NOTHROW(io::decode_npy(fuzz::npy_file(good, 48), "ok"));
+  rejects(fuzz::npy_file(good, 40), "truncated");
+  rejects(fuzz::npy_file(good, 56), "trailing");
+  rejects(fuzz::npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }", 48), "dtype");
+  rejects(fuzz::npy_file("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48), "dtype");
+  rejects(fuzz::npy_file("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48), "fortran_order");
+  rejects(fuzz::npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 1), }", 48), "dimensions");
+  rejects(fuzz::npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3) ", 48), "malformed");
+  rejects(fuzz::npy_file("garbage", 48), "malformed");
+  rejects(fuzz::npy_file("{'descr': '<f8', 'shape': (2, 3), }", 48), "malformed");
+  // 1824726041 * 1263665316 * 8 = 2^64 + 32: a reader multiplying in size_t sees a 32-byte array that
+  // the file holds, then asks for 18 EB (std::bad_alloc, or a huge allocation) instead of refusing.
+  rejects(fuzz::npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1824726041, 1263665316), }", 32),
+          "(1824726041, 1263665316)");
   rejects("not an npy file at all", "magic");
   rejects(std::string("\x93NUMPY\x01\x00\xff\x00{", 11), "truncated");
   rejects(std::string("\x93NUMPY\x03\x00\x00\x00", 10), "version");
@@ -118,4 +111,32 @@ TEST_CASE("npy: a missing file is an error naming the parameter and the path", "
     CHECK(msg.find("--params") != std::string::npos);
     CHECK(msg.find("/nonexistent/dir/W.npy") != std::string::npos);
   }
+}
+
+TEST_CASE("npy: header bytes quoted in an error are escaped, and the error names the parameter", "[io]") {
+  // A malformed file can hold terminal escape sequences, control characters and invalid UTF-8; if
+  // this fails, `vla layer-forward --input` would write them raw to the user's terminal.
+  static constexpr char kHostile[] = "\x1b[31m\x07\r\x00\x7f\xff\xfe\xc3\x80\x80\\";
+  const std::string hostile(kHostile, sizeof kHostile - 1);  // with its NUL byte
+  const std::string escaped = "\\x1b[31m\\x07\\x0d\\x00\\x7f\\xff\\xfe\\xc3\\x80\\x80\\\\";
+  const std::vector<std::string> dicts{
+      "{'descr': '" + hostile + "', 'fortran_order': False, 'shape': (2, 3), }",  // the dtype is quoted
+      "{'" + hostile + "': '<f8', 'fortran_order': False, 'shape': (2, 3), }",     // an unknown key
+      "{'descr': '<f8', " + hostile + "}",                                         // the whole header
+  };
+  const auto p = scratch("hostile.npy");
+  for (const auto& dict : dicts) {
+    std::ofstream(p, std::ios::binary) << fuzz::npy_file(dict, 48);
+    try {
+      io::read_npy(p, "--input");
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      INFO(io::escape_bytes(msg));
+      CHECK(io::is_printable_ascii(msg));
+      CHECK(msg.find("--input") != std::string::npos);
+      CHECK(msg.find(escaped) != std::string::npos);  // the bytes are still shown, escaped
+    }
+  }
+  fs::remove(p);
 }

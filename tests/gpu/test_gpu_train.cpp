@@ -83,7 +83,7 @@ std::string read_bytes(const std::filesystem::path& p) {
 }  // namespace
 
 // Bad configurations are rejected before any device work (no GPU needed, so CI runs this): a wrong
-// message or no exception would let `vla train-gpu` crash or silently train another model.
+// message or no exception would let `vla train --device cuda` crash or silently train another model.
 TEST_CASE("GPU training rejects configurations it has no kernel for, naming the parameter", "[gpu-train]") {
   auto c = small_model("vla-v2");  // a CPU mixer without a GPU path
   CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet, softmax"));
@@ -98,6 +98,15 @@ TEST_CASE("GPU training rejects configurations it has no kernel for, naming the 
   CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--d-head"));
   c = small_model("vla");
   CHECK_NOTHROW(vla::gpu::train::validate_gpu_config(c));
+  c.mixer.penalty.policy = vla::DeltaPolicy::SkipAddEps;  // the kernels implement Algorithm 1's clamp only
+  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--delta-policy"));
+  // Many runs are all checked before the first starts (and before the device is needed): one run the GPU
+  // cannot do stops them all, naming the parameter.
+  auto skip = small_run("vla", 2, 4, 0);
+  skip.model.mixer.penalty.policy = vla::DeltaPolicy::SkipAddEps;
+  CHECK_THROWS_WITH(vla::train::train_many({small_run("vla", 2, 4, 0), skip}, std::vector<std::filesystem::path>(2), {},
+                                           vla::gpu::train::cuda_device()),
+                    Catch::Contains("--delta-policy"));
 }
 
 // Gradient parity. Both the CPU float path and the GPU path are fp32 evaluations of the same
@@ -179,7 +188,7 @@ TEST_CASE("GPU training follows the CPU loss curve for the same seed", "[gpu][tr
   }
 }
 
-// Runs sharing one GPU (train_gpu_many: one thread and stream per run) compute exactly what each
+// Runs sharing one GPU (train_many on cuda_device(): one thread and stream per run) compute exactly what each
 // computes alone: every kernel is deterministic (no atomics), each run has its own buffers and cuBLAS
 // handle. A difference in any bit means runs interfere (a shared buffer, a missing stream ordering).
 TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][train-curve]") {
@@ -188,7 +197,7 @@ TEST_CASE("concurrent GPU runs equal the same runs alone bit for bit", "[gpu][tr
   for (const std::string mixer : {"vla", "deltanet", "linear", "vla"}) {
     cfgs.push_back(small_run(mixer, 30, 16, 20 + cfgs.size()));
   }
-  const auto many = vla::gpu::train::train_gpu_many(cfgs, std::vector<std::filesystem::path>(cfgs.size()));
+  const auto many = vla::train::train_many(cfgs, std::vector<std::filesystem::path>(cfgs.size()), {}, vla::gpu::train::cuda_device());
   for (std::size_t i = 0; i < cfgs.size(); ++i) {
     const auto alone = vla::gpu::train::train_gpu(cfgs[i], {});
     INFO("run " << i);

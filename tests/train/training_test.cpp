@@ -5,9 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <type_traits>
 
 using namespace vla;
 namespace fs = std::filesystem;
@@ -130,14 +132,15 @@ TEST_CASE("a tiny model learns the copy task", "[train]") {
   }
 }
 
-TEST_CASE("resume refuses a device other than the run's, naming --device; CPU checkpoints keep their format", "[train]") {
+TEST_CASE("resume refuses a device other than the run's, naming --device, and CPU checkpoints keep their format", "[train]") {
   // A run recorded as trained on "cuda" (here the CPU engine under that name, so no GPU is needed: the
   // refusal depends only on the recorded name). Resuming it on the CPU must throw naming --device and
   // the run's device, before touching the folder; on its own device it continues exactly. A failure
   // means a GPU run could be continued silently on the CPU (a different rounding: not the run it claims
   // to be), or the checkpoint lost the device it was trained on.
   const auto c = tiny("vla");
-  const train::Device fake_cuda{"cuda", train::cpu_device().make};
+  train::Device fake_cuda = train::cpu_device();
+  fake_cuda.name = "cuda";
   const fs::path d = tmpdir("device");
   train::RunOptions stop;
   stop.stop_after = 3;
@@ -152,8 +155,8 @@ TEST_CASE("resume refuses a device other than the run's, naming --device; CPU ch
   CHECK(rest.steps_run == 3);
   CHECK(rest.losses == train::train(c, {}, {}).losses);  // same engine: the uninterrupted run (written nowhere)
 
-  // A CPU run's checkpoint has no "device" key (byte for byte the format of checkpoints written before
-  // devices were recorded), and such a checkpoint reads as "cpu"; a missing one is named.
+  // A CPU run's checkpoint has no "device" key (CPU checkpoints keep the key-less format), and such a
+  // checkpoint reads as "cpu"; a missing one is named.
   const fs::path e = tmpdir("device_cpu");
   train::train(c, e, stop);
   CHECK(train::checkpoint_device(e) == "cpu");
@@ -161,4 +164,68 @@ TEST_CASE("resume refuses a device other than the run's, naming --device; CPU ch
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(bytes.find("\"device\"") == std::string::npos);
   CHECK_THROWS_WITH(train::checkpoint_device(tmpdir("device_none")), Catch::Contains("--resume"));
+}
+
+TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with only some of them resumes with the defaults of the others", "[train]") {
+  // (1) Every knob of MixerConfig survives TrainConfig's JSON, and a run with non-default knobs stopped
+  // and resumed equals the uninterrupted run (the resumed run read its knobs from the checkpoint).
+  // (2) A checkpoint whose config holds only lambda0, eps, refresh_period and refresh_eta of the knobs
+  // (as the checkpoints of the toolkit's first releases do) loads with the other knobs at their defaults
+  // and resumes to the uninterrupted default run. A failure means a knob is lost on resume (the
+  // continued run is another run) or such checkpoints can no longer be continued.
+  auto c = tiny("vla");
+  auto& k = c.model.mixer;
+  k.penalty.lambda0 = 0.25; k.penalty.eps = 1e-3; k.penalty.refresh_period = 3; k.penalty.refresh_eta = 0.01;
+  k.penalty.policy = DeltaPolicy::SkipAddEps; k.deltanet_gated = false; k.renorm_threshold = 7.5;
+  const auto back = train::TrainConfig::from_json(nlohmann::json::parse(c.to_json().dump()));
+  const MixerConfig defaults;
+  int knobs = 0;
+  for_each_knob(back.model.mixer, [&](const auto& kb) {
+    bool same = false;
+    for_each_knob(c.model.mixer, [&](const auto& ka) {
+      if constexpr (std::is_same_v<typename std::decay_t<decltype(ka)>::value_type,
+                                   typename std::decay_t<decltype(kb)>::value_type>) if (ka.name == kb.name) same = ka.value == kb.value;
+    });
+    INFO(kb.name);
+    CHECK(same);
+    ++knobs;
+  });
+  CHECK(knobs == 9);
+  CHECK(back.model.mixer.penalty.policy == DeltaPolicy::SkipAddEps);
+  CHECK(std::isinf(train::TrainConfig::from_json(nlohmann::json::parse(tiny("vla").to_json().dump())).model.mixer.renorm_threshold));
+
+  k.deltanet_gated = true; k.renorm_threshold = defaults.renorm_threshold;  // (VLA ignores them; keep the run plain)
+  const auto full = train::train(c, {}, {});
+  const fs::path d = tmpdir("knobs");
+  train::RunOptions stop;
+  stop.stop_after = 3;
+  train::train(c, d, stop);
+  const auto rest = train::resume(d, {});
+  CHECK(rest.losses == full.losses);
+  CHECK(rest.losses != train::train(tiny("vla"), {}, {}).losses);  // the knobs matter to this run
+
+  // (2) The default run's checkpoint, rewritten without the five other knobs.
+  const auto plain = tiny("vla");
+  const fs::path e = tmpdir("knobs_some");
+  train::train(plain, e, stop);
+  std::ifstream in(e / "checkpoint.bin", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::uint64_t len = 0;
+  std::memcpy(&len, bytes.data() + 8, 8);
+  auto j = nlohmann::json::parse(bytes.substr(16, len));
+  for (const char* key : {"delta_policy", "rank", "renormalise_S", "renorm_threshold", "deltanet_gated"}) {
+    CHECK(j.contains(key));
+    j.erase(key);
+  }
+  const std::string js = j.dump();
+  const std::uint64_t new_len = js.size();
+  std::string old(bytes.substr(0, 8));
+  old.append(reinterpret_cast<const char*>(&new_len), 8);
+  old += js;
+  old += bytes.substr(16 + len);
+  std::ofstream(e / "checkpoint.bin", std::ios::binary | std::ios::trunc) << old;
+  const auto cont = train::resume(e, {});
+  CHECK(cont.steps_done == 6);
+  CHECK(cont.losses == train::train(plain, {}, {}).losses);
 }
