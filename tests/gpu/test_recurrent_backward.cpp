@@ -4,7 +4,7 @@
 // fresh random inputs, several shapes, every output poisoned with NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh runs): passes with a warning and
 // checks nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
 #include "core/model/head.hpp"
-#include "core/rules/registry.hpp"
+#include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
 #include "gpu/recurrent_backward.hpp"
@@ -58,6 +58,22 @@ Case random_case(Shape s, std::uint64_t seed) {
   return c;
 }
 
+// The mixer whose rule the kernel implements.
+const char* kind_name(RecurrentKind k) {
+  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
+}
+
+// The kernel's parameters from the rule's GPU trait (core/rules/<rule>/gpu.hpp), as training passes
+// them: the reference (run_reference) is the same rule with the same options.
+vla::gpu::RecurrentParams kernel_params(RecurrentKind kind) {
+  vla::MixerConfig cfg;
+  cfg.mixer = kind_name(kind);
+  const vla::GpuKernel k = vla::gpu_kernel_of(cfg);
+  REQUIRE(k.path == vla::GpuPath::Recurrent);
+  REQUIRE(k.kind == kind);
+  return k.params;
+}
+
 // The gradients as a list: dq, dk, dv, then du (VLA) or dg (DeltaNet; (B, H, T)); linear has three.
 // fwd_ck: the forward kernel runs first and writes the checkpoints into the (NaN-poisoned) workspace,
 // and the backward is told so (x.checkpoints): the training path, pass 1 skipped.
@@ -77,20 +93,15 @@ std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool 
   if (fwd_ck) {
     x.o = o.get();
     x.checkpoints = ws.get();
-    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward launch");
+    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, kernel_params(kind)), "recurrent_forward launch");
   }
-  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, {}, ws.get()), "recurrent_backward launch");
+  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, kernel_params(kind), ws.get()), "recurrent_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
   std::vector<std::vector<float>> r{dq.download(), dk.download(), dv.download()};
   if (kind == RecurrentKind::Vla) r.push_back(du.download());
   if (kind == RecurrentKind::DeltaNet) r.push_back(dg.download());
   return r;
-}
-
-// The mixer whose rule the kernel implements.
-const char* kind_name(RecurrentKind k) {
-  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
 }
 
 // The core head backward (core/model/head.hpp, the rules' adjoints) on every (b, h) sequence, in double
