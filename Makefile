@@ -2,7 +2,8 @@
 #   make run    build (Release, build/) and run the main job on its embedded default
 #   make test   build and run the CPU test suite through ctest (labels: fast; slow and gpu are skipped)
 # Other targets: deps, build, sanitize (ASan+UBSan test suite in build-asan/), test-slow, clean,
-# fuzz (libFuzzer on the .npy reader for FUZZ_SECONDS, clang, in build-fuzz/; not part of the build).
+# fuzz (libFuzzer on the .npy reader, then on the checkpoint reader, FUZZ_SECONDS each, clang, in build-fuzz/;
+# not part of the build).
 BUILD    ?= build
 ASAN     ?= build-asan
 FUZZ     ?= build-fuzz
@@ -50,18 +51,22 @@ sanitize: deps
 	cmake --build $(ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN) -L fast --output-on-failure -j $(JOBS)
 
-# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-dev); the seeds are written by
-# NumPy (Debian's python3-numpy, hence /usr/bin/python3). The corpus grows in $(FUZZ)/corpus/npy
-# across runs; an input that breaks the contract is saved as $(FUZZ)/crash-* and the run fails.
+# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-dev). The .npy seeds are written by
+# NumPy (Debian's python3-numpy, hence /usr/bin/python3), the checkpoint seeds by tiny training runs
+# (checkpoint_seeds). Each corpus grows in $(FUZZ)/corpus/<reader> across runs; an input that breaks
+# the contract is saved as $(FUZZ)/crash-* (.npy) or $(FUZZ)/checkpoint-crash-* and the run fails.
+FUZZ_OPTIONS = -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1
 fuzz:
 	$(MAKE) deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) clang libclang-rt-dev"
 	cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DVLA_ENABLE_CUDA=OFF -DVLA_FUZZ=ON $(CMAKE_ARGS)
-	cmake --build $(FUZZ) -j $(JOBS) --target npy_fuzzer
+	cmake --build $(FUZZ) -j $(JOBS) --target npy_fuzzer checkpoint_fuzzer checkpoint_seeds
 	/usr/bin/python3 tests/fuzz/libfuzzer/make_npy_seeds.py $(FUZZ)/seeds/npy
-	mkdir -p $(FUZZ)/corpus/npy
-	$(FUZZ)/bin/npy_fuzzer -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/libfuzzer/npy.dict -timeout=5 \
-	  -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 -artifact_prefix=$(FUZZ)/ \
+	$(FUZZ)/bin/checkpoint_seeds $(FUZZ)/seeds/checkpoint
+	mkdir -p $(FUZZ)/corpus/npy $(FUZZ)/corpus/checkpoint
+	$(FUZZ)/bin/npy_fuzzer $(FUZZ_OPTIONS) -dict=tests/fuzz/libfuzzer/npy.dict -artifact_prefix=$(FUZZ)/ \
 	  $(FUZZ)/corpus/npy $(FUZZ)/seeds/npy
+	$(FUZZ)/bin/checkpoint_fuzzer $(FUZZ_OPTIONS) -dict=tests/fuzz/libfuzzer/checkpoint.dict \
+	  -artifact_prefix=$(FUZZ)/checkpoint- $(FUZZ)/corpus/checkpoint $(FUZZ)/seeds/checkpoint
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)

@@ -1,6 +1,7 @@
 // The `vla` executable: one subcommand per job (vla --help lists them, vla CMD --help explains each).
-// Errors: a bad argument or bad input prints "vla: error: ..." naming the parameter and exits 2;
-// a failure while running exits 1. Nothing is left half-written (core/io/atomic_file.hpp).
+// Errors: a bad argument or bad input prints "vla: error: ..." naming the parameter and exits 2, whether
+// the toolkit or the parser (CLI11: an unknown flag, a missing value, a value of the wrong type) finds
+// it; a failure while running exits 1. Nothing is left half-written (core/io/atomic_file.hpp).
 #include "cli/command.hpp"
 
 #include <fmt/format.h>
@@ -21,7 +22,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "vla: error: %s\nRun with --help for more information.\n", e.what());
+    return 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "vla: error: %s\n", e.what());
     return 2;

@@ -6,6 +6,7 @@
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "cli/mixer_options.hpp"
 
 #include <fmt/format.h>
@@ -17,8 +18,8 @@ const vla::cli::RegisterCommand jac{
     [](CLI::App& app) {
       auto c = std::make_shared<vla::analysis::JacobianConfig>();
       auto out = std::make_shared<std::string>("reports/jacobian");
-      app.add_option("--d-heads", c->d_heads, "head dimensions")->delimiter(',')->capture_default_str();
-      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
+      vla::cli::add_list_option(app, "--d-heads", c->d_heads, "head dimensions");
+      vla::cli::add_list_option(app, "--mixers", c->mixers, "rules");
       app.add_option("--T", c->T, "steps")->capture_default_str();
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
@@ -34,13 +35,11 @@ const vla::cli::RegisterCommand rec{
       auto c = std::make_shared<vla::analysis::RecoveryConfig>();
       auto out = std::make_shared<std::string>("reports/recovery");
       app.add_option("--d-head", c->d_head, "head dimension")->capture_default_str();
-      app.add_option("--n", c->ns, "numbers of pairs")->delimiter(',')->capture_default_str();
-      app.add_option("--keys", c->key_kinds, "orthonormal, random, correlated")->delimiter(',')->capture_default_str();
+      vla::cli::add_list_option(app, "--n", c->ns, "numbers of pairs");
+      vla::cli::add_list_option(app, "--keys", c->key_kinds, "orthonormal, random, correlated");
       app.add_option("--rho", c->rho, "pairwise correlation of the correlated family")->capture_default_str();
-      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
-      app.add_option("--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()))
-          ->delimiter(',')
-          ->capture_default_str();
+      vla::cli::add_list_option(app, "--mixers", c->mixers, "rules");
+      vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()));
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
       vla::cli::add_mixer_options(app, c->base, {"rank"});
@@ -56,9 +55,9 @@ const vla::cli::RegisterCommand atlas{
       app.add_option("--d-head", c->d_head, "head dimension")->capture_default_str();
       app.add_option("--T", c->T, "steps")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
-      app.add_option("--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions))->delimiter(',')->capture_default_str();
-      app.add_option("--policies", c->policies, "clamp, skip, no-refresh, renorm")->delimiter(',')->capture_default_str();
+      vla::cli::add_list_option(app, "--mixers", c->mixers, "rules");
+      vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions));
+      vla::cli::add_list_option(app, "--policies", c->policies, "clamp, skip, no-refresh, renorm");
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
       vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy"});
       app.add_option("--out", *out, "output folder")->capture_default_str();

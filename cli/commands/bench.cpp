@@ -6,6 +6,7 @@
 // (uniform, unit variance; never zeros). Prints a table and, with --csv, writes it (atomically) for
 // gpu/bench_torch.py, which adds PyTorch's SDPA and the PyTorch loop of Algorithm 1 and prints ratios.
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "core/io/csv.hpp"
 
 #include <fmt/format.h>
@@ -187,7 +188,7 @@ const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommand: attention)
   app.require_subcommand(1);
   auto* att = app.add_subcommand("attention", "time the fused recurrent kernels and the toolkit softmax (forward, forward+backward) on the GPU");
   att->add_option("--device", args->device, "cuda (the only benchmarked device)");
-  att->add_option("--T", args->T, "sequence lengths, comma separated")->delimiter(',');
+  vla::cli::add_list_option(*att, "--T", args->T, "sequence lengths, comma separated");
   att->add_option("--batch", args->batch, "batch size B");
   att->add_option("--heads", args->heads, "heads H");
   att->add_option("--d-head", args->d_head, "head size d (16, 32, 64, 128)");

@@ -2,6 +2,7 @@
 // prints the table, and writes the markdown / JSON reports and the plots they refer to.
 #include "analysis/claims.hpp"
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "core/io/atomic_file.hpp"
 
 #include <fmt/format.h>
@@ -21,7 +22,7 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--out", a->cfg.out_dir, "folder for the plots and CSVs (written to <out>/claims/)")->capture_default_str();
       app.add_option("--json", a->json, "write the ledger as JSON to this file");
       app.add_option("--markdown", a->markdown, "write the ledger as markdown to this file (plots linked relative to --out)");
-      app.add_option("--only", a->cfg.only, "run only these claim ids (others are listed as not selected)")->delimiter(',');
+      vla::cli::add_list_option(app, "--only", a->cfg.only, "run only these claim ids (others are listed as not selected)");
       app.final_callback([a] {
         const auto r = vla::analysis::run_claims(a->cfg);
         fmt::print("{}", vla::analysis::claims_table(r));

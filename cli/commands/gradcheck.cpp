@@ -2,6 +2,7 @@
 // the tiny model (d = 8, H = 2, T = 6, vocab 16). Prints the relative error per
 // parameter tensor and its bound; exits 1 when any tensor is above its bound.
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "core/model/gradcheck.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ const vla::cli::RegisterCommand reg{
     "gradcheck", "Check the model's hand-written backward against central finite differences (double)",
     [](CLI::App& app) {
       auto a = std::make_shared<Args>();
-      app.add_option("--mixer", a->mixers, "mixers to check (default: all)")->delimiter(',');
+      vla::cli::add_list_option(app, "--mixer", a->mixers, "mixers to check (default: all)", vla::kMixerNames);
       app.add_option("--seed", a->seed, "parameter and data seed")->capture_default_str();
       app.final_callback([a] {
         int failed = 0;

@@ -1,5 +1,6 @@
 // `vla stability`: the Fig. 4 study (||S_t||_F and ||A_t||_F over T random inputs).
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "cli/mixer_options.hpp"
 #include "studies/fig4/stability.hpp"
 
@@ -19,10 +20,10 @@ const vla::cli::RegisterCommand reg{
       auto& c = a->cfg;
       app.add_option("--T", c.T, "sequence length")->capture_default_str();
       app.add_option("--d-head", c.d_head, "head dimension (single head, d_model = d_head)")->capture_default_str();
-      app.add_option("--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)")->delimiter(',')->capture_default_str();
+      vla::cli::add_list_option(app, "--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)");
       app.add_option("--precision", c.precision, std::string("storage[+compute]: ") + std::string(vla::kPrecisionNames))
           ->capture_default_str();
-      app.add_option("--mixers", c.mixers, "mixers to track")->delimiter(',')->capture_default_str();
+      vla::cli::add_list_option(app, "--mixers", c.mixers, "mixers to track", vla::kMixerNames);
       vla::cli::add_mixer_options(app, c.base);
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();
       app.final_callback([a] {

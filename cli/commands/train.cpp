@@ -6,6 +6,7 @@
 // subfolders, exactly, on the device they were trained on (recorded in each checkpoint). SIGINT stops
 // every run after its current step with a resumable checkpoint and a consistent log.
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "core/train/trainer.hpp"
 #ifdef VLA_HAVE_CUDA
@@ -88,9 +89,10 @@ const vla::cli::RegisterCommand reg{
       auto a = std::make_shared<Args>();
       vla::cli::add_training_options(app, a->cfg);
       vla::cli::add_run_control_options(app, a->cfg, a->stop_after);
-      app.add_option("--seeds", a->seeds, "several runs: these seeds (x --mixers), each in OUT/<mixer>_seed<S>")
-          ->delimiter(',')->excludes("--seed");
-      app.add_option("--mixers", a->mixers, "several runs: these mixers (x --seeds)")->delimiter(',')->excludes("--mixer");
+      vla::cli::add_list_option(app, "--seeds", a->seeds, "several runs: these seeds (x --mixers), each in OUT/<mixer>_seed<S>")
+          ->excludes("--seed");
+      vla::cli::add_list_option(app, "--mixers", a->mixers, "several runs: these mixers (x --seeds)", vla::kMixerNames)
+          ->excludes("--mixer");
       app.add_option("--threads", a->threads, "CPU worker threads (0: all cores)")->capture_default_str();
       app.add_option("--out", a->out, "output folder");
       app.add_option("--resume", a->resume, "continue the run in this folder, or the runs in its subfolders (the other "

@@ -5,12 +5,29 @@
 // lr_max = 3e-4, then cosine decay to 0.
 #include "core/model/params.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <stdexcept>
 
 namespace vla::train {
 
 struct AdamWConfig {
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2, warmup_frac = 0.1, clip = 1.0;
+  // Throws std::invalid_argument naming the parameter (--lr; the others by their key in the config JSON,
+  // they have no flag) when a value would make an update non-finite or meaningless.
+  void validate() const {
+    auto require = [](bool ok, const char* name, const char* allowed, double v) {
+      if (!ok) throw std::invalid_argument(fmt::format("{}: must be {}, got {}", name, allowed, v));
+    };
+    require(std::isfinite(lr) && lr > 0, "--lr", "a finite number > 0", lr);
+    require(beta1 >= 0 && beta1 < 1, "beta1", "in [0, 1)", beta1);
+    require(beta2 >= 0 && beta2 < 1, "beta2", "in [0, 1)", beta2);
+    require(std::isfinite(eps) && eps > 0, "adam_eps", "a finite number > 0", eps);
+    require(std::isfinite(weight_decay) && weight_decay >= 0, "weight_decay", "a finite number >= 0", weight_decay);
+    require(warmup_frac >= 0 && warmup_frac <= 1, "warmup_frac", "in [0, 1]", warmup_frac);
+    require(std::isfinite(clip) && clip > 0, "clip", "a finite number > 0", clip);
+  }
 };
 
 // lr at step s (0-based) of N: (s + 1) / W * lr for s < W = ceil(0.1 N), then lr/2 (1 + cos(pi (s - W) / (N - W))).

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace vla::train {
 
@@ -24,14 +26,47 @@ template <class T> nlohmann::json knob_to_json(const T& v) {
   }
 }
 
-template <class T> T knob_from_json(const nlohmann::json& j, std::string_view name) {
+// The value `v` of the config's key `name` as T, exactly: refused (std::invalid_argument naming the key)
+// when the JSON holds another type or a value T cannot represent, never converted silently (a float
+// where an integer belongs, an integer beyond int, a string where a number belongs). A floating
+// value may also be one of the strings knob_to_json writes for the non-finite ones.
+template <class T> T exact_json_value(const nlohmann::json& v, std::string_view name) {
   if constexpr (std::is_enum_v<T>) {
-    return parse_knob_value<T>(j.get<std::string>(), name);
+    if (v.is_string()) return parse_knob_value<T>(v.get_ref<const std::string&>(), name);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (v.is_boolean()) return v.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_unsigned() && std::in_range<T>(v.get<std::uint64_t>())) return T(v.get<std::uint64_t>());
+    if (v.is_number_integer() && !v.is_number_unsigned() && std::in_range<T>(v.get<std::int64_t>())) return T(v.get<std::int64_t>());
   } else if constexpr (std::is_floating_point_v<T>) {
-    return j.is_string() ? T(std::stod(j.get<std::string>())) : j.get<T>();
+    if (v.is_number()) return v.get<T>();
+    if (v.is_string()) {
+      const auto& s = v.get_ref<const std::string&>();
+      for (const T x : {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(),
+                        -std::numeric_limits<T>::quiet_NaN()})
+        if (s == fmt::format("{}", x)) return x;
+    }
   } else {
-    return j.get<T>();
+    static_assert(std::is_same_v<T, std::string>);
+    if (v.is_string()) return v.get<std::string>();
   }
+  const char* expected = std::is_enum_v<T>            ? "a string"
+                         : std::is_same_v<T, bool>    ? "true or false"
+                         : std::is_integral_v<T>      ? "an integer in the range of its type"
+                         : std::is_floating_point_v<T> ? "a number (or \"inf\", \"-inf\", \"nan\")"
+                                                       : "a string";
+  // A scalar is quoted as JSON (ASCII, truncated); an array or object only by its type (dumping one is
+  // recursive, and a file can nest them arbitrarily deep).
+  const std::string got = v.is_structured() ? std::string("an ") + v.type_name()
+                                            : v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace).substr(0, 64);
+  throw std::invalid_argument(fmt::format("{}: must be {}, got {}", name, expected, got));
+}
+
+// The value of key `name`, which must be there.
+template <class T> T required_json_value(const nlohmann::json& j, std::string_view name) {
+  const auto it = j.find(std::string(name));
+  if (it == j.end()) throw std::invalid_argument(fmt::format("{}: missing", name));
+  return exact_json_value<T>(*it, name);
 }
 
 }  // namespace
@@ -48,6 +83,7 @@ void TrainConfig::validate() const {
   if (task.length() > model.max_len)
     throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional embedding ({} rows)", task.length(), model.max_len));
   if (ood && task.task != "mqar") throw std::invalid_argument("--ood: only MQAR has an out-of-distribution mode");
+  opt.validate();
   model.validate();
 }
 
@@ -66,23 +102,31 @@ nlohmann::json TrainConfig::to_json() const {
 }
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("the config must be a JSON object, got {}", j.type_name()));
   TrainConfig c;
-  c.task.task = j.at("task"); c.task.pairs = j.at("pairs");
-  c.task.seq_len = c.task.task == "copy" ? int(j.at("seq_len")) : 0;
-  c.model.mixer.mixer = j.at("mixer"); c.model.vocab = j.at("vocab"); c.model.d_model = j.at("d_model");
-  c.model.heads = j.at("heads"); c.model.d_head = j.at("d_head"); c.model.ffn = j.at("ffn"); c.model.layers = j.at("layers");
-  c.model.max_len = j.at("max_len");
+  auto get = [&]<class T>(T& field, std::string_view name) { field = required_json_value<T>(j, name); };
+  get(c.task.task, "task"); get(c.task.pairs, "pairs");
+  // MQAR's T follows from n (TaskConfig keeps 0); the stored one must be that T.
+  int seq_len = 0;
+  get(seq_len, "seq_len");
+  if (c.task.task == "copy") c.task.seq_len = seq_len;
+  else if (seq_len != c.task.length())
+    throw std::invalid_argument(fmt::format("seq_len: MQAR with n = {} has T = 3n + 1 = {}, got {}", c.task.pairs, c.task.length(), seq_len));
+  get(c.model.mixer.mixer, "mixer"); get(c.model.vocab, "vocab"); get(c.model.d_model, "d_model"); get(c.model.heads, "heads");
+  get(c.model.d_head, "d_head"); get(c.model.ffn, "ffn"); get(c.model.layers, "layers"); get(c.model.max_len, "max_len");
   // A knob the JSON lacks keeps its default, so a checkpoint that stores only some of the knobs (lambda0,
-  // eps, refresh_period and refresh_eta alone, say) still resumes.
+  // eps, refresh_period and refresh_eta alone, say) still resumes. A knob it holds must be allowed.
   for_each_knob(c.model.mixer, [&](const auto& k) {
     using T = typename std::decay_t<decltype(k)>::value_type;
-    if (const auto it = j.find(std::string(k.name)); it != j.end()) k.value = knob_from_json<T>(*it, k.name);
+    if (const auto it = j.find(std::string(k.name)); it != j.end()) {
+      k.value = exact_json_value<T>(*it, k.name);
+      k.check();
+    }
   });
-  c.steps = j.at("steps"); c.batch = j.at("batch"); c.seed = j.at("seed"); c.eval_every = j.at("eval_every");
-  c.eval_batches = j.at("eval_batches"); c.eval_batch = j.at("eval_batch"); c.ood = j.at("ood");
-  c.checkpoint_every = j.at("checkpoint_every"); c.opt.lr = j.at("lr"); c.opt.beta1 = j.at("beta1"); c.opt.beta2 = j.at("beta2");
-  c.opt.eps = j.at("adam_eps"); c.opt.weight_decay = j.at("weight_decay"); c.opt.warmup_frac = j.at("warmup_frac");
-  c.opt.clip = j.at("clip");
+  get(c.steps, "steps"); get(c.batch, "batch"); get(c.seed, "seed"); get(c.eval_every, "eval_every");
+  get(c.eval_batches, "eval_batches"); get(c.eval_batch, "eval_batch"); get(c.ood, "ood"); get(c.checkpoint_every, "checkpoint_every");
+  get(c.opt.lr, "lr"); get(c.opt.beta1, "beta1"); get(c.opt.beta2, "beta2"); get(c.opt.eps, "adam_eps");
+  get(c.opt.weight_decay, "weight_decay"); get(c.opt.warmup_frac, "warmup_frac"); get(c.opt.clip, "clip");
   return c;
 }
 

@@ -87,15 +87,15 @@ int wait_exit(pid_t pid) {
   }
 }
 
-// The step stored in a checkpoint, after checking its magic (core/train/checkpoint.hpp: magic "VLACKPT1", u64 length of
-// the config JSON, the JSON, i64 step, f64 wall time, ...). Also returns the wall time's byte offset.
+// The step stored in a checkpoint, after checking its magic (core/train/checkpoint.hpp: magic "VLACKPT2", u64 length of
+// the config JSON, the JSON, i64 step, f64 wall time, ..., the u32 checksum). Also returns the wall time's byte offset.
 struct CheckpointHead {
   std::int64_t step = -1;
   std::size_t wall_offset = 0;
 };
 CheckpointHead checkpoint_head(const std::string& bytes) {
   CheckpointHead h;
-  if (bytes.size() < 16 || bytes.compare(0, 8, "VLACKPT1") != 0) return h;
+  if (bytes.size() < 16 || bytes.compare(0, 8, "VLACKPT2") != 0) return h;
   std::uint64_t js = 0;
   std::memcpy(&js, bytes.data() + 8, 8);
   const std::size_t at = 16 + js;
@@ -210,9 +210,12 @@ TEST_CASE("vla train: SIGINT stops resumably, and --resume equals the uninterrup
   REQUIRE(hb.step == steps);
   REQUIRE(ha.wall_offset == hb.wall_offset);
   REQUIRE(ck_a.size() == ck_b.size());
-  // The stored wall time is the one field that legitimately differs; everything else byte for byte.
+  // The stored wall time is the one field that legitimately differs (and so the checksum, the last 4
+  // bytes, which covers it); everything else byte for byte.
   std::memset(ck_a.data() + ha.wall_offset, 0, 8);
   std::memset(ck_b.data() + hb.wall_offset, 0, 8);
+  std::memset(ck_a.data() + ck_a.size() - 4, 0, 4);
+  std::memset(ck_b.data() + ck_b.size() - 4, 0, 4);
   CHECK(ck_a == ck_b);  // config, step, Adam step, log rows, parameters, both Adam moments
 }
 

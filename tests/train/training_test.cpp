@@ -2,10 +2,10 @@
 // rejected before any work, and a tiny copy task that learns. Tiny model (d = 16, H = 2) so each
 // test takes about a second on 2 cores.
 #include "core/train/trainer.hpp"
+#include "tests/fuzz/checkpoint_files.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -204,27 +204,23 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
   CHECK(rest.losses == full.losses);
   CHECK(rest.losses != train::train(tiny("vla"), {}, {}).losses);  // the knobs matter to this run
 
-  // (2) The default run's checkpoint, rewritten without the five other knobs.
+  // (2) The default run's checkpoint, rewritten without the five other knobs in the first releases'
+  // format (format 1: no checksum).
   const auto plain = tiny("vla");
   const fs::path e = tmpdir("knobs_some");
   train::train(plain, e, stop);
   std::ifstream in(e / "checkpoint.bin", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   in.close();
-  std::uint64_t len = 0;
-  std::memcpy(&len, bytes.data() + 8, 8);
-  auto j = nlohmann::json::parse(bytes.substr(16, len));
+  auto frame = fuzz::CheckpointFrame::of(bytes);
+  auto j = nlohmann::json::parse(frame.json);
   for (const char* key : {"delta_policy", "rank", "renormalise_S", "renorm_threshold", "deltanet_gated"}) {
     CHECK(j.contains(key));
     j.erase(key);
   }
-  const std::string js = j.dump();
-  const std::uint64_t new_len = js.size();
-  std::string old(bytes.substr(0, 8));
-  old.append(reinterpret_cast<const char*>(&new_len), 8);
-  old += js;
-  old += bytes.substr(16 + len);
-  std::ofstream(e / "checkpoint.bin", std::ios::binary | std::ios::trunc) << old;
+  frame.json = j.dump();
+  frame.version = '1';
+  std::ofstream(e / "checkpoint.bin", std::ios::binary | std::ios::trunc) << frame.bytes();
   const auto cont = train::resume(e, {});
   CHECK(cont.steps_done == 6);
   CHECK(cont.losses == train::train(plain, {}, {}).losses);
