@@ -1,0 +1,44 @@
+#pragma once
+// The MQAR studies' shared shape: a grid of runs (mixers x n x seeds at one recipe), summarised as the
+// mean eval accuracy over seeds per (mixer, n), a table of mean ± sd and per-seed values, and a plot of
+// accuracy vs n with the paper's points beside the measured curves.
+#include "studies/outputs.hpp"
+#include "studies/recipe.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vla::studies {
+
+struct MqarGrid {
+  std::vector<std::string> mixers = recipe::kMixers;
+  std::vector<int> ns;
+  recipe::Mqar base;                   // steps, lr, d_head, ood; mixer, pairs and seed are set per run
+  std::vector<std::uint64_t> seeds;
+
+  recipe::Mqar at(const std::string& mixer, int n) const;
+  void plan(Plan& p, const StudyOptions& o) const;  // every (mixer, n, seed)
+  // cells[mixer][i]: the seeds' accuracies at ns[i].
+  std::map<std::string, std::vector<recipe::Cell>> cells(const StudyContext& ctx) const;
+};
+
+// The paper's value for (mixer, n), or NaN where it gives none.
+using PaperLookup = std::function<double(const std::string& mixer, int n)>;
+
+// Rows: mixer; columns: n (mean ± sd over seeds).
+TextTable grid_table(const std::string& name, const std::string& caption, const MqarGrid& g,
+                     const std::map<std::string, std::vector<recipe::Cell>>& cells);
+// Rows: (mixer, n); columns: each seed, mean, sd (the per-seed view of Table 9).
+TextTable per_seed_table(const std::string& name, const std::string& caption, const MqarGrid& g,
+                         const std::map<std::string, std::vector<recipe::Cell>>& cells);
+// Accuracy vs n: measured means (lines) and the paper's values (points).
+PlotRef grid_plot(const StudyContext& ctx, const std::string& name, const std::string& title, const MqarGrid& g,
+                  const std::map<std::string, std::vector<recipe::Cell>>& cells, const PaperLookup& paper,
+                  const std::string& caption, const std::string& extra = "");
+
+// Display name of a mixer as the paper writes it.
+std::string paper_name(const std::string& mixer);
+
+}  // namespace vla::studies
