@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace vla::studies {
 
 std::string paper_name(const std::string& mixer) {
@@ -12,6 +15,14 @@ std::string paper_name(const std::string& mixer) {
   if (mixer == "vla-fixed-a") return "VLA, A_t = 10 I fixed";
   if (mixer == "vla-no-knorm") return "VLA, no k_hat norm";
   return mixer;
+}
+
+MqarGrid paper_grid(const StudyOptions& o, std::vector<int> ns, int steps) {
+  MqarGrid g;
+  g.ns = std::move(ns);
+  g.base.steps = steps;
+  g.seeds = recipe::seeds(o);
+  return g;
 }
 
 recipe::Mqar MqarGrid::at(const std::string& mixer, int n) const {
@@ -36,6 +47,24 @@ std::map<std::string, std::vector<recipe::Cell>> MqarGrid::cells(const StudyCont
   for (const auto& m : mixers)
     for (int n : ns) c[m].push_back(recipe::cell(ctx, at(m, n), seeds));
   return c;
+}
+
+PaperLookup paper_values(const StudyContext& ctx, const std::string& suffix) {
+  return [&ctx, suffix](const std::string& m, int n) {
+    for (const auto& p : ctx.study.paper)
+      if (p.key == fmt::format("{} {}{}", m, n, suffix)) return p.value;
+    return kNaN;
+  };
+}
+
+void compare_grid(const StudyContext& ctx, const MqarGrid& g, const std::map<std::string, std::vector<recipe::Cell>>& cells,
+                  const std::string& suffix, const std::string& label, double tol, std::vector<Comparison>& out) {
+  for (std::size_t i = 0; i < g.ns.size(); ++i)
+    for (const auto& m : g.mixers)
+      for (const auto& p : ctx.study.paper)
+        if (p.key == fmt::format("{} {}{}", m, g.ns[i], suffix))
+          out.push_back(within_abs(fmt::format("{}, n = {}, {} (mean of {} seeds)", paper_name(m), g.ns[i], label, g.seeds.size()), p,
+                                   cells.at(m)[i].mean, tol));
 }
 
 TextTable grid_table(const std::string& name, const std::string& caption, const MqarGrid& g,
@@ -84,7 +113,9 @@ PlotRef grid_plot(const StudyContext& ctx, const std::string& name, const std::s
   ps.extra = "set yrange [0:1.05]\n" + extra;
   const int k = int(g.mixers.size());
   for (int i = 0; i < k; ++i) ps.series.push_back({2 + i, paper_name(g.mixers[i]) + " (measured, mean)"});
-  for (int i = 0; i < k; ++i) ps.series.push_back({2 + k + i, paper_name(g.mixers[i]) + " (paper)"});
+  for (int i = 0; i < k; ++i)  // a mixer the paper gives no value for here draws no paper series
+    if (std::any_of(rows.begin(), rows.end(), [&](const std::vector<double>& r) { return std::isfinite(r[1 + k + i]); }))
+      ps.series.push_back({2 + k + i, paper_name(g.mixers[i]) + " (paper)"});
   return plot_table(ctx, name, header, rows, ps, caption);
 }
 

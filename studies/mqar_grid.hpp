@@ -24,8 +24,28 @@ struct MqarGrid {
   std::map<std::string, std::vector<recipe::Cell>> cells(const StudyContext& ctx) const;
 };
 
+// The paper's four mixers at `ns` and `steps` with the recipe's defaults (lr 3e-4, d_h 32) and the
+// study's seeds (recipe::seeds).
+MqarGrid paper_grid(const StudyOptions& o, std::vector<int> ns, int steps);
+
+// A study's plan: every run of the grids `grids(o)` returns.
+template <class Grids> std::function<Plan(const StudyOptions&)> plan_of(Grids grids) {
+  return [grids](const StudyOptions& o) {
+    Plan p;
+    for (const auto& g : grids(o)) g.plan(p, o);
+    return p;
+  };
+}
+
 // The paper's value for (mixer, n), or NaN where it gives none.
 using PaperLookup = std::function<double(const std::string& mixer, int n)>;
+
+// The study's paper value keyed "<mixer> <n><suffix>" (e.g. "vla 24", "vla 24 ood"), NaN if it declares none.
+PaperLookup paper_values(const StudyContext& ctx, const std::string& suffix = "");
+// For every (mixer, n) with a paper value: mean over seeds within `tol` of it. `label` ends the item's name
+// ("1000 steps").
+void compare_grid(const StudyContext& ctx, const MqarGrid& g, const std::map<std::string, std::vector<recipe::Cell>>& cells,
+                  const std::string& suffix, const std::string& label, double tol, std::vector<Comparison>& out);
 
 // Rows: mixer; columns: n (mean ± sd over seeds).
 TextTable grid_table(const std::string& name, const std::string& caption, const MqarGrid& g,

@@ -110,7 +110,7 @@ nlohmann::json read_json(const fs::path& path) {
 std::string fmt_value(double x, int digits) {
   if (std::isnan(x)) return "—";
   const double a = std::abs(x);
-  if (a >= 1e5 || (x != 0 && a < 1e-3)) return fmt::format("{:.{}g}", x, digits);
+  if (a >= 1e5 || (x != 0 && a < 1e-4)) return fmt::format("{:.{}g}", x, digits);
   return fmt::format("{:.{}f}", x, a >= 100 ? 1 : digits);
 }
 

@@ -18,7 +18,7 @@ void shrink(train::TrainConfig& c) {
   c.model.d_head = std::max(2, c.model.d_head / 4);
   c.model.ffn /= 4;
   const int full = c.steps;
-  c.steps = std::max(10, full / 100);
+  c.steps = std::clamp(full / 100, 10, 40);  // 1000..3000 -> 10..30, 10000 -> 40: distinct as in full size
   c.batch = c.task.task == "copy" ? 4 : 8;
   if (c.task.task == "copy") c.task.seq_len = 16;
   c.eval_batches = 1;
@@ -71,6 +71,16 @@ std::vector<std::uint64_t> seeds(const StudyOptions& o, const std::vector<std::u
   return full;
 }
 
+std::string lr_label(double lr) {
+  const int e = int(std::floor(std::log10(lr) + 1e-9));
+  const double m = lr / std::pow(10.0, e);
+  return std::abs(m - std::round(m)) < 1e-9 ? fmt::format("{}e{}", std::lround(m), e) : fmt::format("{:g}", lr);
+}
+
+std::string recipe_label(double lr, int steps) {
+  return steps % 1000 ? fmt::format("{}/{}", lr_label(lr), steps) : fmt::format("{}/{}k", lr_label(lr), steps / 1000);
+}
+
 void add(Plan& p, const train::TrainConfig& c, const std::string& what) {
   try {
     c.validate();
@@ -87,7 +97,7 @@ std::string describe(const StudyOptions& o) {
                   "copy batch 32; evaluation on 15 held-out batches of 64 (exact match per query position); seeds 42, 123, 999 unless "
                   "stated (3 seeds also where the paper ran seed 42 alone).\n";
   if (o.quick)
-    s += "- **--quick shrink**: d = 32, d_h / 4, FFN 64, steps / 100 (at least 10), batch 8 (copy: 4, T = 16), one evaluation "
+    s += "- **--quick shrink**: d = 32, d_h / 4, FFN 64, steps / 100 (10 to 40), batch 8 (copy: 4, T = 16), one evaluation "
          "batch of 16, the first two seeds.\n";
   if (!o.seeds.empty()) s += fmt::format("- Seeds set on the command line: {}.\n", fmt::join(o.seeds, ", "));
   return s;
@@ -98,6 +108,29 @@ std::string Cell::mean_sd() const {
   std::string s = std::isnan(sd) ? fmt_value(mean) : fmt::format("{} ± {}", fmt_value(mean), fmt_value(sd));
   if (diverged) s += fmt::format(" ({} diverged)", diverged);
   return s;
+}
+
+LogPoint log_at(const RunOutcome& out, double f) {
+  if (out.status != RunOutcome::Status::Complete) return {};
+  const auto t = read_csv(out.dir / "log.csv");
+  const auto step = t.column("step"), eval = t.column("eval_accuracy"), loss = t.column("loss");
+  const double want = f * out.cfg.steps;
+  LogPoint best;
+  double dist = 1e300;
+  for (std::size_t i = 0; i < step.size(); ++i)
+    if (std::isfinite(eval[i]) && std::abs(step[i] - want) < dist) {
+      dist = std::abs(step[i] - want);
+      best = {int(step[i]), eval[i], loss[i]};
+    }
+  return best;
+}
+
+double mean_of(const std::vector<double>& x) {
+  double s = 0;
+  int n = 0;
+  for (double v : x)
+    if (std::isfinite(v)) { s += v; ++n; }
+  return n ? s / n : kNaN;
 }
 
 Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& seeds) {

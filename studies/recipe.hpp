@@ -11,7 +11,7 @@
 // final numbers.
 //
 // --quick shrinks every run the same way (so quick runs share exactly as full ones do): widths / 4
-// (d = 32, d_h = d_h / 4, FFN 64), steps / 100 (at least 10), batch 8 (copy 4, T = 16), one evaluation
+// (d = 32, d_h = d_h / 4, FFN 64), steps / 100 (10 to 40), batch 8 (copy 4, T = 16), one evaluation
 // batch of 16, two seeds. It checks that the study runs end to end; its numbers mean nothing.
 #include "studies/study.hpp"
 
@@ -43,6 +43,10 @@ train::TrainConfig copy(const std::string& mixer, std::uint64_t seed, const Stud
 // The seeds a study runs: --seeds if given, else `full` (quick: its first two).
 std::vector<std::uint64_t> seeds(const StudyOptions& o, const std::vector<std::uint64_t>& full = kPaperSeeds);
 
+// A learning rate as the report writes it: 3e-4, 1e-3; a recipe: "3e-4/2k" (lr / thousands of steps).
+std::string lr_label(double lr);
+std::string recipe_label(double lr, int steps);
+
 // Adds the run to the plan, or, when the toolkit cannot express it (TrainConfig::validate throws), a
 // BlockedRun with `what` and the validation's message.
 void add(Plan& p, const train::TrainConfig& c, const std::string& what);
@@ -59,5 +63,15 @@ struct Cell {
   std::string mean_sd() const;  // "0.172 ± 0.003" (n/a when nothing finished)
 };
 Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& seeds);
+
+// A run's evaluation nearest to the fraction f of its steps (so a paper step s of an N-step run reads the
+// same point of a --quick run: f = s / N), with the training loss of that step.
+struct LogPoint {
+  int step = 0;
+  double eval = kNaN, loss = kNaN;
+};
+LogPoint log_at(const RunOutcome& out, double f);
+// Mean over the finite values (NaN if none).
+double mean_of(const std::vector<double>& x);
 
 }  // namespace vla::studies::recipe

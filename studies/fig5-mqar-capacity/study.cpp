@@ -12,11 +12,7 @@ namespace {
 const std::vector<int> kStepCounts{2000, 3000};  // Table 6 (App. B.1) and Table 3 (Sec. 5.4)
 
 MqarGrid grid(const StudyOptions& o, int steps) {
-  MqarGrid g;
-  g.ns = o.quick ? std::vector<int>{4, 24} : std::vector<int>{4, 8, 12, 16, 24};
-  g.base.steps = steps;
-  g.seeds = recipe::seeds(o);
-  return g;
+  return paper_grid(o, o.quick ? std::vector<int>{4, 24} : std::vector<int>{4, 8, 12, 16, 24}, steps);
 }
 }  // namespace
 
@@ -30,11 +26,7 @@ Study fig5_mqar_capacity() {
              {"deltanet 8", 0.73, "Sec. 6.4, line 299"},  {"deltanet 12", 0.10, "Sec. 6.4, line 299"},
              {"vla 24", 1.000, "Fig. 5 caption, line 297; line 299"}, {"deltanet 24", 0.010, "Fig. 5 caption, line 297; line 48"},
              {"softmax 24", 0.075, "Fig. 5 caption, line 297: 0.07-0.08"}, {"linear 24", 0.075, "Fig. 5 caption, line 297: 0.07-0.08"}};
-  s.plan = [](const StudyOptions& o) {
-    Plan p;
-    for (int steps : kStepCounts) grid(o, steps).plan(p, o);
-    return p;
-  };
+  s.plan = plan_of([](const StudyOptions& o) { return std::vector<MqarGrid>{grid(o, 2000), grid(o, 3000)}; });
   s.summarise = [](StudyContext& ctx, Section& sec) {
     sec.question = "Within capacity (n <= 24 < d_h = 32), does VLA stay at 1.000 while DeltaNet falls (0.97 at n = 4, 0.73 at 8, "
                    "0.10 at 12, 0.010 at 24) and softmax and linear attention stay near 0.07-0.15?";
@@ -47,20 +39,9 @@ Study fig5_mqar_capacity() {
                                                   full_steps, ctx.opt.quick ? " (quick: / 100)" : ""),
                                       g, cells));
       sec.plots.push_back(grid_plot(ctx, fmt::format("accuracy_vs_n_{}steps", full_steps),
-                                    fmt::format("MQAR, {} steps: eval accuracy vs n", full_steps), g, cells,
-                                    [&](const std::string& m, int n) {
-                                      for (const auto& p : ctx.study.paper)
-                                        if (p.key == fmt::format("{} {}", m, n)) return p.value;
-                                      return kNaN;
-                                    },
+                                    fmt::format("MQAR, {} steps: eval accuracy vs n", full_steps), g, cells, paper_values(ctx),
                                     fmt::format("Fig. 5 at {} steps: measured means (lines) and the paper's values (points)", full_steps)));
-      for (std::size_t i = 0; i < g.ns.size(); ++i)
-        for (const auto& m : g.mixers)
-          for (const auto& p : ctx.study.paper)
-            if (p.key == fmt::format("{} {}", m, g.ns[i]))
-              sec.comparisons.push_back(
-                  within_abs(fmt::format("{}, n = {}, {} steps (mean of {} seeds)", paper_name(m), g.ns[i], full_steps, g.seeds.size()), p,
-                             cells.at(m)[i].mean, 0.05));
+      compare_grid(ctx, g, cells, "", fmt::format("{} steps", full_steps), 0.05, sec.comparisons);
     }
     sec.verdict = verdict_of(sec.comparisons);
     sec.verdict_rule = "Each of the paper's numbers (Sec. 6.4 and the Fig. 5 caption) against the mean over seeds, |diff| <= 0.05 "

@@ -1,6 +1,6 @@
 // Every study in --quick mode on the CPU, through the built `vla` (so no study rots): each must write
 // its section, its computed verdict, its data and its plots; a second run trains nothing; `vla report`
-// gathers them. docs/studies.md has the measured time of this test.
+// gathers them and the ledger's training claims read the verdicts, labelled quick. docs/studies.md has the measured time of this test.
 #include "studies/outputs.hpp"
 #include "studies/study.hpp"
 
@@ -87,5 +87,18 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   INFO(out2);
   REQUIRE(rc2 == 0);
   CHECK(out2.find(": 0 runs trained, 0 resumed") != std::string::npos);
+  // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
+  // every study's section, links pointing into the study folders.
+  const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
+  INFO(out3);
+  REQUIRE(rc3 == 0);
+  const std::string report = text(s.path / "REPORT.md");
+  CHECK(report.find("## Claims ledger") != std::string::npos);
+  for (const auto& st : vla::studies::study_registry()) CHECK(report.find("## " + st.id + " — ") != std::string::npos);
+  CHECK(report.find("](fig5-mqar-capacity/plots/") != std::string::npos);
+  CHECK(report.find("partial (quick)") != std::string::npos);
+  const auto claims = vla::studies::read_json(s.path / "claims.json");
+  for (const auto& c : claims.at("claims"))
+    if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
   fs::remove(s.path.string() + ".log");
 }
