@@ -48,10 +48,11 @@ fs::path RunStore::claim(const fs::path& dir, const std::string& key) const {
   return dir;
 }
 
-fs::path RunStore::dir(const train::TrainConfig& c, const std::string& device) const {
-  const std::string k = key(c);
-  return claim(root_ / device / fmt::format("{}-{}", name(c), short_hash(k)), k);
+fs::path RunStore::path(const train::TrainConfig& c, const std::string& device) const {
+  return root_ / device / fmt::format("{}-{}", name(c), short_hash(key(c)));
 }
+
+fs::path RunStore::dir(const train::TrainConfig& c, const std::string& device) const { return claim(path(c, device), key(c)); }
 
 fs::path RunStore::cache_dir(const std::string& kind, const nlohmann::json& key, const std::string& device) const {
   const std::string k = key.dump();

@@ -23,6 +23,8 @@ class RunStore {
   static std::string key(const train::TrainConfig& c);
   // A readable folder name: task, n or T, mixer, d_head, seed, steps, lr, ood.
   static std::string name(const train::TrainConfig& c);
+  // Where the run's folder for `device` is (nothing is created).
+  std::filesystem::path path(const train::TrainConfig& c, const std::string& device) const;
   // The run's folder for `device`; creates it and writes key.json on first use. Throws std::runtime_error
   // if the folder holds another key (a hash collision: never silently share a folder).
   std::filesystem::path dir(const train::TrainConfig& c, const std::string& device) const;

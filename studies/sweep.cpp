@@ -53,6 +53,14 @@ double run_cost(const train::TrainConfig& c) {
   return double(c.steps) * c.batch * c.task.length() * width;
 }
 
+double estimated_seconds(const train::TrainConfig& c, const std::string& device, int cpu_threads) {
+  const double T = c.task.length(), batch = c.batch / 64.0, cpu_width = run_cost(c) / (double(c.steps) * c.batch * T);
+  const double gpu_width = std::max(1.0, c.model.d_head / 32.0);  // the fused kernels and the GEMMs: ~linear in d_h
+  const double step_ms = device == "cuda" ? (0.234 + 0.015625 * T) * batch * gpu_width
+                                          : 73e-3 * T * c.batch * cpu_width * 2.0 / std::max(1, cpu_threads);
+  return 1.05 * c.steps * step_ms / 1e3;
+}
+
 RunOutcome read_outcome(const train::TrainConfig& c, const fs::path& dir) {
   RunOutcome o;
   o.cfg = c;

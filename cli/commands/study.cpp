@@ -10,7 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <thread>
 
 namespace {
@@ -48,12 +51,85 @@ void list() {
   fmt::print("(equal runs are shared: the union over studies is smaller than the sum)\n");
 }
 
+// The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
+// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as gpu/train states
+// them (vla, linear, deltanet, softmax; d_h 16, 32, 64, softmax also 128).
+void plan(const Args& a) {
+  vla::studies::StudyOptions o = a.opt;
+  o.store = a.store;
+  std::vector<vla::train::TrainConfig> all;
+  std::vector<std::string> ids = a.ids;
+  if (std::find(ids.begin(), ids.end(), "all") != ids.end()) {
+    ids.clear();
+    for (const auto& s : vla::studies::study_registry()) ids.push_back(s.id);
+  }
+  const vla::studies::RunStore store(o.store_root());
+  std::map<std::string, vla::train::TrainConfig> distinct;
+  std::size_t asked = 0;
+  for (const auto& id : ids) {
+    const auto& s = vla::studies::find_study(id, "ID");
+    if (!s.plan) continue;
+    for (const auto& c : s.plan(o).runs) {
+      distinct.emplace(vla::studies::RunStore::key(c), c);
+      ++asked;
+    }
+  }
+  std::function<bool(const vla::train::TrainConfig&)> on_gpu = [](const vla::train::TrainConfig& c) {
+    const bool softmax = c.model.mixer.mixer == "softmax";
+    const bool kernel = softmax || c.model.mixer.mixer == "vla" || c.model.mixer.mixer == "linear" || c.model.mixer.mixer == "deltanet";
+    const int d = c.model.d_head;
+    return kernel && (d == 16 || d == 32 || d == 64 || (softmax && d == 128));
+  };
+#ifdef VLA_HAVE_CUDA
+  const auto dev = vla::cli::training_device("cuda");
+  on_gpu = [dev](const vla::train::TrainConfig& c) {
+    try {
+      dev.check(c);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+#endif
+  const int cpu_threads = a.opt.device == "cpu" ? (a.threads ? a.threads : int(std::thread::hardware_concurrency()))
+                                                : (a.cpu_threads ? a.cpu_threads : 8);
+  double gpu_s = 0, cpu_s = 0, steps = 0;
+  int gpu_runs = 0, cpu_runs = 0, done = 0;
+  for (const auto& [key, c] : distinct) {
+    const bool gpu = a.opt.device == "cuda" && on_gpu(c);
+    const bool finished = vla::studies::read_outcome(c, store.path(c, gpu ? "cuda" : "cpu")).status !=
+                          vla::studies::RunOutcome::Status::Interrupted;
+    if (finished) { ++done; continue; }
+    steps += c.steps;
+    if (gpu) { ++gpu_runs; gpu_s += vla::studies::estimated_seconds(c, "cuda"); }
+    else { ++cpu_runs; cpu_s += vla::studies::estimated_seconds(c, "cpu", cpu_threads); }
+  }
+  fmt::print("{} runs asked for by {} studies, {} distinct, {} already finished in {}\n", asked, ids.size(), distinct.size(), done,
+             o.store_root().string());
+  fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
+  if (a.opt.device == "cuda")
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the measured H100 throughput of 12 concurrent runs\n", gpu_runs, gpu_s);
+  fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads (one run at a time{})\n", cpu_runs, cpu_s, cpu_threads,
+             a.opt.device == "cuda" ? ", beside the GPU's" : "");
+  fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
+}
+
 const vla::cli::RegisterCommand reg{
     "study", "The paper's figures and tables as studies: list, run (docs/studies.md)", [](CLI::App& app) {
       app.require_subcommand(1);
       auto* l = app.add_subcommand("list", "every study: id, runs at full and quick size, the paper's source, the claims it decides");
       l->final_callback([] { list(); });
       auto a = std::make_shared<Args>();
+      auto* pl = app.add_subcommand("plan", "the distinct runs `run` would train (ids or all), where, and a rough time");
+      pl->add_option("ids", a->ids, "study ids or all")->required();
+      pl->add_flag("--quick", a->opt.quick, "plan the --quick size");
+      pl->add_option("--device", a->opt.device, "cpu | cuda")->capture_default_str();
+      pl->add_option("--seeds", a->opt.seeds, "seeds for every study")->delimiter(',');
+      pl->add_option("--out", a->opt.out, "output folder (its run store is checked for finished runs)")->capture_default_str();
+      pl->add_option("--store", a->store, "run store (default OUT/runs)");
+      pl->add_option("--threads", a->threads, "CPU threads (cpu device)")->capture_default_str();
+      pl->add_option("--cpu-threads", a->cpu_threads, "cuda: CPU threads of the runs the GPU has no kernel for (0: 8)")->capture_default_str();
+      pl->final_callback([a] { plan(*a); });
       auto* r = app.add_subcommand("run", "run studies (ids or all): train what they need, write OUT/<id>/ (section.md, verdict.json, "
                                           "data/, plots/)");
       r->add_option("ids", a->ids, "study ids (vla study list) or all")->required();
