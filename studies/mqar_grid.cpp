@@ -62,9 +62,17 @@ void compare_grid(const StudyContext& ctx, const MqarGrid& g, const std::map<std
   for (std::size_t i = 0; i < g.ns.size(); ++i)
     for (const auto& m : g.mixers)
       for (const auto& p : ctx.study.paper)
-        if (p.key == fmt::format("{} {}{}", m, g.ns[i], suffix))
+        if (p.key == fmt::format("{} {}{}", m, g.ns[i], suffix)) {
           out.push_back(within_abs(fmt::format("{}, n = {}, {} (mean of {} seeds)", paper_name(m), g.ns[i], label, g.seeds.size()), p,
                                    cells.at(m)[i].mean, tol));
+          mark_not_run(out.back(), cells.at(m)[i]);
+        }
+}
+
+void mark_not_run(Comparison& c, const recipe::Cell& cell) {
+  if (!cell.not_run()) return;
+  c.measured_text = "not run";
+  c.info = true;
 }
 
 TextTable grid_table(const std::string& name, const std::string& caption, const MqarGrid& g,

@@ -47,6 +47,9 @@ PaperLookup paper_values(const StudyContext& ctx, const std::string& suffix = ""
 void compare_grid(const StudyContext& ctx, const MqarGrid& g, const std::map<std::string, std::vector<recipe::Cell>>& cells,
                   const std::string& suffix, const std::string& label, double tol, std::vector<Comparison>& out);
 
+// A comparison whose runs were not made (skipped) is shown as "not run" and does not enter the verdict.
+void mark_not_run(Comparison& c, const recipe::Cell& cell);
+
 // Rows: mixer; columns: n (mean ± sd over seeds).
 TextTable grid_table(const std::string& name, const std::string& caption, const MqarGrid& g,
                      const std::map<std::string, std::vector<recipe::Cell>>& cells);

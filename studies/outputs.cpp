@@ -64,6 +64,7 @@ std::string status_name(RunOutcome::Status s) {
     case RunOutcome::Status::Complete: return "complete";
     case RunOutcome::Status::Diverged: return "diverged";
     case RunOutcome::Status::Interrupted: return "interrupted";
+    case RunOutcome::Status::Skipped: return "skipped";
   }
   return "?";
 }
@@ -195,14 +196,15 @@ void write_study(const Study& s, const StudyOptions& o, const Section& sec, cons
   nlohmann::json runs = nlohmann::json::array();
   TextTable rt{"runs", "", {"task", "n", "T", "mixer", "d_head", "seed", "steps", "lr", "batch", "ood", "status", "eval_accuracy",
                             "final_loss", "device", "wall_s", "store"}, {}};
-  int complete = 0, diverged = 0;
+  int complete = 0, diverged = 0, skipped = 0;
   double run_seconds = 0;
   for (const auto& out : rec.outcomes) {
     const auto& c = out.cfg;
     complete += out.status == RunOutcome::Status::Complete;
     diverged += out.status == RunOutcome::Status::Diverged;
+    skipped += out.status == RunOutcome::Status::Skipped;
     run_seconds += std::isfinite(out.wall_s) ? out.wall_s : 0;
-    const std::string store = fs::relative(out.dir, o.out).string();
+    const std::string store = out.dir.empty() ? "" : fs::relative(out.dir, o.out).string();
     runs.push_back({{"config", c.to_json()}, {"status", status_name(out.status)}, {"eval_accuracy", out.eval_accuracy},
                     {"final_loss", out.final_loss}, {"device", out.device}, {"wall_s", out.wall_s}, {"step_ms", out.step_ms},
                     {"diverged_step", out.diverged_step}, {"store", store}});
@@ -261,10 +263,11 @@ void write_study(const Study& s, const StudyOptions& o, const Section& sec, cons
   }
   m += "### Settings\n\n" + sec.settings + (sec.settings.empty() || sec.settings.back() == '\n' ? "" : "\n");
   if (!rec.outcomes.empty())
-    m += fmt::format("- Training: {} runs ({} complete, {} diverged), {:.0f} run-seconds in all, trained on {} (run store `{}`); "
+    m += fmt::format("- Training: {} runs ({} complete, {} diverged{}), {:.0f} run-seconds in all, trained on {} (run store `{}`); "
                      "the sweep that trained them (with every study planned beside this one) took {:.0f} s wall.\n",
-                     rec.outcomes.size(), complete, diverged, run_seconds, rec.device, fs::relative(o.store_root(), o.out).string(),
-                     rec.sweep_wall_s);
+                     rec.outcomes.size(), complete, diverged,
+                     skipped ? fmt::format(", {} not run: no {} kernel and the CPU fallback off", skipped, rec.device) : "", run_seconds,
+                     rec.device, fs::relative(o.store_root(), o.out).string(), rec.sweep_wall_s);
   for (const auto& b : rec.plan.blocked) m += fmt::format("- Not run: {} — {}\n", b.what, b.reason);
   m += fmt::format("- Produced by `{}` at git {} on {} ({}), {}; summary {:.1f} s. Data: `data/` (study.json has every run's exact "
                    "config), plots: `plots/`.\n\n",

@@ -91,6 +91,12 @@ void add(Plan& p, const train::TrainConfig& c, const std::string& what) {
   }
 }
 
+std::vector<int> keep_pairs(const StudyOptions& o, std::vector<int> ns) {
+  if (o.recipe_pairs.empty()) return ns;
+  std::erase_if(ns, [&](int n) { return std::find(o.recipe_pairs.begin(), o.recipe_pairs.end(), n) == o.recipe_pairs.end(); });
+  return ns;
+}
+
 std::string describe(const StudyOptions& o) {
   std::string s = "- Recipe (Tables 3, 6): L = 2, d = 128, H = 4, d_h = 32 unless stated, FFN 256, vocabulary 128; AdamW (0.9, 0.999, "
                   "eps 1e-8, weight decay 1e-2), lr 3e-4 unless stated, 10% warm-up then cosine to 0, clip 1.0, float32; MQAR batch 64, "
@@ -100,10 +106,12 @@ std::string describe(const StudyOptions& o) {
     s += "- **--quick shrink**: d = 32, d_h / 4, FFN 64, steps / 100 (10 to 40), batch 8 (copy: 4, T = 16), one evaluation "
          "batch of 16, the first two seeds.\n";
   if (!o.seeds.empty()) s += fmt::format("- Seeds set on the command line: {}.\n", fmt::join(o.seeds, ", "));
+  if (!o.recipe_pairs.empty()) s += fmt::format("- The recipe studies restricted to n in {{{}}} (--pairs).\n", fmt::join(o.recipe_pairs, ", "));
   return s;
 }
 
 std::string Cell::mean_sd() const {
+  if (not_run()) return "not run";
   if (std::isnan(mean)) return diverged ? fmt::format("diverged ({} of {})", diverged, acc.size()) : "n/a";
   std::string s = std::isnan(sd) ? fmt_value(mean) : fmt::format("{} ± {}", fmt_value(mean), fmt_value(sd));
   if (diverged) s += fmt::format(" ({} diverged)", diverged);
@@ -142,6 +150,7 @@ Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& see
     const auto& out = ctx.run(mqar(r, ctx.opt));
     c.acc.push_back(out.eval_accuracy);
     c.diverged += out.status == RunOutcome::Status::Diverged;
+    c.missing += out.status == RunOutcome::Status::Skipped || out.status == RunOutcome::Status::Interrupted;
     if (std::isfinite(out.eval_accuracy)) { sum += out.eval_accuracy; ++n; }
   }
   if (n) c.mean = sum / n;

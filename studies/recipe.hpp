@@ -51,6 +51,9 @@ std::string recipe_label(double lr, int steps);
 // BlockedRun with `what` and the validation's message.
 void add(Plan& p, const train::TrainConfig& c, const std::string& what);
 
+// ns without the n that --pairs (StudyOptions::recipe_pairs) leaves out.
+std::vector<int> keep_pairs(const StudyOptions& o, std::vector<int> ns);
+
 // One line for the settings section: the recipe and, for --quick, the shrink.
 std::string describe(const StudyOptions& o);
 
@@ -60,6 +63,8 @@ struct Cell {
   std::vector<double> acc;
   double mean = kNaN, sd = kNaN;
   int diverged = 0;
+  int missing = 0;               // runs not made (skipped: no kernel on the device and no fallback)
+  bool not_run() const { return !acc.empty() && missing == int(acc.size()); }
   std::string mean_sd() const;  // "0.172 ± 0.003" (n/a when nothing finished)
 };
 Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& seeds);

@@ -10,8 +10,11 @@
 # Settings (environment):
 #   STUDIES="..."   study ids (default: every study that trains, and the two latency studies' GPU bench)
 #   LIMIT_S=N       stop resumably (SIGINT to the sweep) after N seconds of studies: for 10-minute calls
-#   CONCURRENT=32   runs at once on the GPU;  CPU_THREADS=8  threads of each CPU run beside them
-#   BENCH=0         skip the latency bench
+#   CONCURRENT=16   runs at once on the GPU (an H100 gains nothing past ~12: its 16 host cores are the limit)
+#   CPU_THREADS=4   threads of each CPU run beside them (the runs the GPU has no kernel for: Table 4's ablations)
+#   GPU_ONLY=1      leave those runs out (reported as not run)
+#   PAIRS=8,16      recipe-sensitivity and recipe-capacity at these MQAR n only
+#   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
 # Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,17 +33,20 @@ if [ "${BENCH:-1}" = 1 ] && [ ! -f "$WORK/reports/gpu-bench/latency-8-4-32.csv" 
   bench_attention 8 4 32 128,256,512,1024,2048,4096,16384,65536 3 "$WORK/reports/gpu-bench/latency-8-4-32.csv"
 fi
 
-step "studies: $(echo $STUDIES | wc -w) studies, concurrent ${CONCURRENT:-32} on the GPU, ${CPU_THREADS:-8} CPU threads beside"
-"$V" study plan $STUDIES --device cuda --out "$WORK/reports" --store "$WORK/runs" --cpu-threads "${CPU_THREADS:-8}"
-timeout -s INT "${LIMIT_S:-0}" "$V" study run $STUDIES --device cuda --out "$WORK/reports" --store "$WORK/runs" \
-  --concurrent "${CONCURRENT:-32}" --cpu-threads "${CPU_THREADS:-8}" > "$OUT/studies.log" 2> "$OUT/sweep.log"
+OPTS=(--device cuda --out "$WORK/reports" --store "$WORK/runs" --cpu-threads "${CPU_THREADS:-4}")
+[ "${GPU_ONLY:-0}" = 1 ] && OPTS+=(--gpu-only)
+[ -n "${PAIRS:-}" ] && OPTS+=(--pairs "$PAIRS")
+step "studies: $(echo $STUDIES | wc -w) studies, ${CONCURRENT:-16} runs at once on the GPU"
+"$V" study plan $STUDIES "${OPTS[@]}"
+timeout -s INT "${LIMIT_S:-0}" "$V" study run $STUDIES "${OPTS[@]}" --concurrent "${CONCURRENT:-16}" \
+  > "$OUT/studies.log" 2> "$OUT/sweep.log"
 rc=$?
 grep -E "^sweep: (done|stopped)|^study " "$OUT/sweep.log" | tail -30
 tail -25 "$OUT/studies.log"
 [ $rc -ne 0 ] && { status=1; echo "study run failed (status $rc): see sweep.log"; tail -20 "$OUT/sweep.log"; }
 if grep -q "^stopped" "$OUT/studies.log"; then
   echo "stopped resumably after LIMIT_S=${LIMIT_S:-0} s: run this script again to continue"
-else
+elif [ "${REPORT:-1}" = 1 ]; then
   step "report"
   "$V" report --out "$WORK/reports" | tail -1
 fi

@@ -65,6 +65,7 @@ RunnerResult run_studies(const std::vector<std::string>& ids, const StudyOptions
     res.resumed += sw.resumed;
     res.trained += sw.trained;
     res.diverged += sw.diverged;
+    res.skipped += sw.skipped;
     if (sw.interrupted) {
       res.interrupted = true;
       break;

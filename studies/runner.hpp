@@ -22,7 +22,7 @@ struct StudyDone {
 
 struct RunnerResult {
   std::vector<StudyDone> studies;
-  int reused = 0, resumed = 0, trained = 0, diverged = 0;
+  int reused = 0, resumed = 0, trained = 0, diverged = 0, skipped = 0;
   bool interrupted = false;
   double wall_s = 0;
 };

@@ -38,6 +38,7 @@ struct StudyOptions {
   bool quick = false;
   std::string device = "cpu";               // cpu | cuda: where the training runs go
   std::vector<std::uint64_t> seeds;         // overrides every study's seeds when not empty
+  std::vector<int> recipe_pairs;            // recipe-sensitivity, recipe-capacity: only these MQAR n (empty: all)
   std::filesystem::path out = "reports";    // each study writes out/<id>/
   std::filesystem::path store;              // the run store; empty: out/runs
   std::filesystem::path store_root() const { return store.empty() ? out / "runs" : store; }
@@ -58,7 +59,7 @@ struct Plan {
 
 // One training run's result as the sweep left it (studies/sweep.hpp).
 struct RunOutcome {
-  enum class Status { Complete, Diverged, Interrupted };
+  enum class Status { Complete, Diverged, Interrupted, Skipped };  // Skipped: the device refused it, no fallback
   train::TrainConfig cfg;
   std::filesystem::path dir;
   Status status = Status::Interrupted;

@@ -118,6 +118,15 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
         on_device = false;  // e.g. a head width or a mixer the GPU has no kernel for: the CPU trains it
       }
     }
+    if (!on_device && !o.use_fallback) {
+      RunOutcome out;
+      out.cfg = c;
+      out.status = RunOutcome::Status::Skipped;
+      out.message = fmt::format("{} has no kernel for it and the CPU fallback is off", o.device.name);
+      res.outcomes[key] = out;
+      ++res.skipped;
+      continue;
+    }
     Pool& p = on_device ? dev : fb;
     const fs::path dir = store.dir(c, p.device->name);
     RunOutcome out = read_outcome(c, dir);
@@ -150,8 +159,8 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
     return fmt::format("sweep: {}/{} runs finished ({} already in the store, {} resumed, {} diverged);{} elapsed {}, ETA {}", finished,
                        todo, res.reused, res.resumed, res.diverged, running, format_seconds(elapsed()), format_seconds(eta));
   };
-  say(fmt::format("sweep: {} distinct runs, {} already in the store, {} to train ({} to resume) on {}{}", res.outcomes.size(),
-                  res.reused, todo, [&] {
+  say(fmt::format("sweep: {} distinct runs, {} already in the store, {} skipped, {} to train ({} to resume) on {}{}", res.outcomes.size(),
+                  res.reused, res.skipped, todo, [&] {
                     int r = 0;
                     for (const Pool* p : {&dev, &fb})
                       for (const auto& j : p->jobs) r += j.resume;

@@ -26,6 +26,7 @@ namespace vla::studies {
 struct SweepOptions {
   train::Device device = train::cpu_device();
   train::Device fallback = train::cpu_device();
+  bool use_fallback = true;      // false: runs the device refuses are Skipped (reported as not run), not trained elsewhere
   int concurrent = 1;            // runs at once on `device` when it runs many at once (the GPU)
   int threads = 0;               // threads of each CPU run (0: all cores)
   const std::atomic<bool>* interrupt = nullptr;
@@ -35,7 +36,7 @@ struct SweepOptions {
 
 struct SweepResult {
   std::map<std::string, RunOutcome> outcomes;  // by RunStore::key
-  int reused = 0, resumed = 0, trained = 0, diverged = 0;
+  int reused = 0, resumed = 0, trained = 0, diverged = 0, skipped = 0;
   bool interrupted = false;
   double wall_s = 0;
 };

@@ -24,13 +24,16 @@ struct Args {
   std::string store;
   int threads = 0;
   int cpu_threads = 0;
-  int concurrent = 32;
+  int concurrent = 16;
+  bool gpu_only = false;
 };
 
 std::string command_line(const Args& a) {
   std::string s = "vla study run";
   for (const auto& id : a.ids) s += " " + id;
   if (a.opt.quick) s += " --quick";
+  if (a.gpu_only) s += " --gpu-only";
+  if (!a.opt.recipe_pairs.empty()) s += fmt::format(" --pairs {}", fmt::join(a.opt.recipe_pairs, ","));
   s += " --device " + a.opt.device;
   if (!a.opt.seeds.empty()) s += fmt::format(" --seeds {}", fmt::join(a.opt.seeds, ","));
   s += " --out " + a.opt.out.string();
@@ -97,6 +100,7 @@ void plan(const Args& a) {
   int gpu_runs = 0, cpu_runs = 0, done = 0;
   for (const auto& [key, c] : distinct) {
     const bool gpu = a.opt.device == "cuda" && on_gpu(c);
+    if (a.opt.device == "cuda" && !gpu && a.gpu_only) continue;
     const bool finished = vla::studies::read_outcome(c, store.path(c, gpu ? "cuda" : "cpu")).status !=
                           vla::studies::RunOutcome::Status::Interrupted;
     if (finished) { ++done; continue; }
@@ -125,6 +129,8 @@ const vla::cli::RegisterCommand reg{
       pl->add_flag("--quick", a->opt.quick, "plan the --quick size");
       pl->add_option("--device", a->opt.device, "cpu | cuda")->capture_default_str();
       pl->add_option("--seeds", a->opt.seeds, "seeds for every study")->delimiter(',');
+      pl->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n")->delimiter(',');
+      pl->add_flag("--gpu-only", a->gpu_only, "cuda: leave out the runs the GPU has no kernel for");
       pl->add_option("--out", a->opt.out, "output folder (its run store is checked for finished runs)")->capture_default_str();
       pl->add_option("--store", a->store, "run store (default OUT/runs)");
       pl->add_option("--threads", a->threads, "CPU threads (cpu device)")->capture_default_str();
@@ -140,7 +146,11 @@ const vla::cli::RegisterCommand reg{
       r->add_option("--out", a->opt.out, "output folder: OUT/<id>/ per study")->capture_default_str();
       r->add_option("--store", a->store, "run store (default OUT/runs): one folder per training run, shared by every study");
       r->add_option("--threads", a->threads, "threads of each CPU training run (0: all cores)")->capture_default_str();
-      r->add_option("--concurrent", a->concurrent, "cuda: training runs at once on the GPU")->capture_default_str();
+      r->add_option("--concurrent", a->concurrent, "cuda: training runs at once on the GPU (measured on an H100: more than ~12 "
+                                                   "gains nothing, the host's cores are the limit)")->capture_default_str();
+      r->add_flag("--gpu-only", a->gpu_only, "cuda: runs the GPU has no kernel for are not trained on the CPU but reported as not run");
+      r->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep "
+                                                    "theirs)")->delimiter(',');
       r->add_option("--cpu-threads", a->cpu_threads,
                     "cuda: threads of the CPU runs that train beside the GPU's (0: half the cores)")->capture_default_str();
       r->final_callback([a] {
@@ -153,6 +163,7 @@ const vla::cli::RegisterCommand reg{
         so.device = vla::cli::training_device(a->opt.device);
         so.fallback = vla::train::cpu_device();
         so.concurrent = a->concurrent;
+        so.use_fallback = !a->gpu_only;
         so.threads = a->opt.device == "cpu" ? a->threads
                                             : (a->cpu_threads ? a->cpu_threads : int(std::max(1u, std::thread::hardware_concurrency() / 2)));
         so.interrupt = vla::cli::stop_on_sigint();
@@ -161,9 +172,9 @@ const vla::cli::RegisterCommand reg{
         for (const auto& s : res.studies)
           fmt::print("{:<28} {:<9}{} {:>5} runs  -> {}/{}/section.md\n", s.id, vla::analysis::verdict_name(s.verdict),
                      s.quick ? " (quick)" : "", s.runs, a->opt.out.string(), s.id);
-        fmt::print("{}: {} runs trained, {} resumed, {} taken from the store, {} diverged; {:.1f} s\n",
+        fmt::print("{}: {} runs trained, {} resumed, {} taken from the store, {} diverged{}; {:.1f} s\n",
                    res.interrupted ? "stopped (run the same command again to continue)" : "done", res.trained, res.resumed,
-                   res.reused, res.diverged, res.wall_s);
+                   res.reused, res.diverged, res.skipped ? fmt::format(", {} not run (--gpu-only)", res.skipped) : "", res.wall_s);
       });
     }};
 

@@ -50,7 +50,7 @@ MqarGrid grid(const StudyOptions& o, const std::string& mixer, int d, const Best
   std::vector<int> ns;
   for (double r : ratios(o))
     if (int n = pairs_for(r, d)) ns.push_back(n);
-  MqarGrid g = paper_grid(o, ns, b.steps);
+  MqarGrid g = paper_grid(o, recipe::keep_pairs(o, ns), b.steps);
   g.mixers = {mixer};
   g.base.lr = b.lr;
   g.base.d_head = d;
@@ -93,8 +93,9 @@ Study recipe_capacity() {
     for (const auto& m : recipe::kMixers)
       for (int d : widths(ctx.opt)) {
         const MqarGrid g = grid(ctx.opt, m, d, best.at(m));
+        if (g.ns.empty()) continue;  // --pairs left none of this width's n
         const auto cells = g.cells(ctx);
-        const int dh = recipe::mqar(g.at(m, g.ns[0]), ctx.opt).model.d_head;  // the trained width (--quick: d / 4)
+        const int dh = recipe::mqar(g.base, ctx.opt).model.d_head;  // the trained width (--quick: d / 4)
         std::map<int, double> untrained;
         if (m != "softmax") {  // softmax has no fixed-size memory to recover from
           analysis::RecoveryConfig rc;

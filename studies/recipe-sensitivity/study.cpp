@@ -34,7 +34,7 @@ std::vector<Recipe> recipes(const StudyOptions& o) {
 }
 
 MqarGrid grid(const StudyOptions& o, const Recipe& r) {
-  MqarGrid g = paper_grid(o, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24, 32}, r.steps);
+  MqarGrid g = paper_grid(o, recipe::keep_pairs(o, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24, 32}), r.steps);
   g.base.lr = r.lr;
   g.seeds = recipe::seeds(o, kSeeds);
   return g;
@@ -161,7 +161,7 @@ Study recipe_sensitivity() {
                        others.empty() ? "none" : fmt::format("{}", fmt::join(others, ", ")), !others.empty(), "shown");
     o.info = true;
     sec.comparisons.push_back(o);
-    sec.verdict = own ? Verdict::Holds : !others.empty() ? Verdict::Partial : Verdict::Fails;
+    sec.verdict = within.empty() ? Verdict::NotRun : own ? Verdict::Holds : !others.empty() ? Verdict::Partial : Verdict::Fails;
     facts["vla_holds_at_paper_recipe"] = own;
     facts["vla_holds_at"] = others;
     sec.facts = facts;
