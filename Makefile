@@ -2,7 +2,8 @@
 #   make run    build (Release, build/) and run the main job on its embedded default
 #   make test   build and run the CPU test suite through ctest (labels: fast; slow and gpu are skipped)
 # Other targets: deps, build, sanitize (ASan+UBSan test suite in build-asan/), test-slow, clean,
-# fuzz (libFuzzer on the .npy reader for FUZZ_SECONDS, clang, in build-fuzz/; not part of the build).
+# fuzz (libFuzzer on the .npy reader for FUZZ_SECONDS, clang, in build-fuzz/; not part of the build),
+# notebooks (runs the literate C++ notebooks of notebooks-cpp/ at full size, Markdown into reports/notebooks/).
 BUILD    ?= build
 ASAN     ?= build-asan
 FUZZ     ?= build-fuzz
@@ -15,7 +16,9 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build run test sanitize test-slow fuzz clean
+NOTEBOOKS := $(filter-out render,$(basename $(notdir $(wildcard notebooks-cpp/*.cpp))))
+
+.PHONY: all deps configure build run test sanitize test-slow fuzz notebooks clean
 all: build
 
 deps:
@@ -62,6 +65,9 @@ fuzz:
 	$(FUZZ)/bin/npy_fuzzer -max_total_time=$(FUZZ_SECONDS) -dict=tests/fuzz/libfuzzer/npy.dict -timeout=5 \
 	  -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 -artifact_prefix=$(FUZZ)/ \
 	  $(FUZZ)/corpus/npy $(FUZZ)/seeds/npy
+
+notebooks: build
+	for n in $(NOTEBOOKS); do $(BUILD)/bin/nb_render notebooks-cpp/$$n.cpp $(BUILD)/bin/nb_$$n reports/notebooks/$$n.md || exit 1; done
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)

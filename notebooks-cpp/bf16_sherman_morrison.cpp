@@ -102,6 +102,17 @@ int main() {
     fmt::print("{:<15} best policy {:<10} max output error {:.3g}: {}\n", p, best->policy, best->max_out_err(),
                bad ? "catastrophic under every policy (>= 10% or broken)" : "saved");
   }
+  // Where the error comes from: whether the stored A_t still shrinks as the mp50 one does.
+  auto clamp_cell = [&](const std::string& p) {
+    for (const auto& c : cells)
+      if (c.precision == p && c.policy == "clamp") return c.min_A_eig;
+    return std::nan("");
+  };
+  const double bf = clamp_cell("bfloat16"), fl = clamp_cell("float");
+  fmt::print("smallest eigenvalue of the stored A_t over the run (clamp): bfloat16 {:.3g}, float {:.3g}{}\n", bf, fl,
+             bf > 1.5 * fl ? ": in bfloat16 A_t stops shrinking, the rank-1 decrements z z^T / delta smaller than half a unit in the last "
+                             "place of A's entries are rounded away, so alpha_hat = unit(A_t k_hat) drifts from the exact write direction"
+                           : "");
   NB_SHOW();
 
   //md ## What this says

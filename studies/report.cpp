@@ -49,10 +49,10 @@ std::string join_ids(const std::vector<std::string>& ids) { return ids.empty() ?
 std::string recipe_summary(const Ran& r) {
   if (!r.ran()) return "- The recipe question has not been run yet (`vla study run recipe-sensitivity`).\n";
   const auto& f = r.verdict["facts"];
-  std::string s = fmt::format("- The recipe question (recipe-sensitivity{}: lr x steps x n x mixer, seeds {}; a seed leaves the plateau when its "
-                              "final eval exceeds {}):\n",
-                              r.quick() ? ", **quick smoke run: not a result**" : "", f.value("seeds", nlohmann::json::array()).dump(),
-                              f.value("escape_threshold", 0.5));
+  std::string s = fmt::format("- The recipe question (recipe-sensitivity{}: lr x steps x mixer at n in {}, seeds {}; a seed leaves the "
+                              "plateau when its final eval exceeds {}):\n",
+                              r.quick() ? ", **quick smoke run: not a result**" : "", f.value("ns", nlohmann::json::array()).dump(),
+                              f.value("seeds", nlohmann::json::array()).dump(), f.value("escape_threshold", 0.5));
   const auto esc = f.value("escape", nlohmann::json::object());
   const auto pr = f.value("paper_recipe", nlohmann::json::object());
   const std::string paper = recipe::recipe_label(pr.value("lr", 3e-4), pr.value("steps", 2000));
@@ -66,7 +66,7 @@ std::string recipe_summary(const Ran& r) {
     s += "  - so the paper's claims of VLA at ~1.000 within capacity (Fig. 5, Tables 8, 9, 11, 12) **hold at its own recipe**;\n";
   else if (!at.empty())
     s += fmt::format("  - the paper's claims of VLA at ~1.000 within capacity (Fig. 5, Tables 8, 9, 11, 12) **hold only at another recipe**: "
-                     "{} (every seed, every n <= 24), not at the paper's;\n", fmt::join(at, ", "));
+                     "{} (every seed at every n tested), not at the paper's;\n", fmt::join(at, ", "));
   else
     s += "  - the paper's claims of VLA at ~1.000 within capacity (Fig. 5, Tables 8, 9, 11, 12) **do not hold at any recipe tried** "
          "(no recipe of the grid lets every seed leave the plateau at every n <= 24);\n";

@@ -19,6 +19,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/vla-studies-out}
+# The revision the results will carry: the checkout's, or the one `git archive` wrote into the snapshot.
+if [ -z "${VLA_GIT_REVISION:-}" ]; then
+  VLA_GIT_REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null ||
+                     { [ -f .device-carry/src.tar ] && git get-tar-commit-id < .device-carry/src.tar | cut -c1-12; } || echo unknown)
+  export VLA_GIT_REVISION
+fi
 source gpu/device-env.sh
 WORK=${WORK:-/tmp/vla-studies}
 STUDIES=${STUDIES:-"fig5-mqar-capacity table9-per-seed table8-vla-training-logs fig6-mqar-long-context fig7-copy

@@ -2,6 +2,8 @@
 
 #include "studies/outputs.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,20 +18,30 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The selected studies and those they read, in waves: a study comes in the wave after every study it
-// reads (registry order within a wave).
-std::vector<std::vector<const Study*>> waves(const std::vector<std::string>& ids) {
+// Whether a study's outputs at this size exist (its verdict.json, quick or not as o.quick).
+bool has_outputs(const StudyOptions& o, const std::string& id) {
+  const auto f = o.out / id / "verdict.json";
+  return std::filesystem::exists(f) && read_json(f).value("quick", false) == (o.quick && find_study(id).sized);
+}
+
+// The selected studies and the studies they read whose outputs at this size are missing, in waves: a
+// study comes in the wave after every study it reads (registry order within a wave).
+std::vector<std::vector<const Study*>> waves(const std::vector<std::string>& ids, const StudyOptions& o) {
   std::set<std::string> want;
   std::vector<std::string> todo = ids;
   if (std::find(ids.begin(), ids.end(), "all") != ids.end()) {
     todo.clear();
     for (const auto& s : study_registry()) todo.push_back(s.id);
   }
+  for (const auto& id : todo) want.insert(find_study(id).id);
   while (!todo.empty()) {
     const std::string id = todo.back();
     todo.pop_back();
-    if (!want.insert(find_study(id).id).second) continue;
-    for (const auto& a : find_study(id).after) todo.push_back(a);
+    for (const auto& a : find_study(id).after)
+      if (!want.count(a) && !has_outputs(o, a)) {
+        want.insert(a);
+        todo.push_back(a);
+      }
   }
   std::vector<std::vector<const Study*>> w;
   std::set<std::string> placed;
@@ -37,7 +49,7 @@ std::vector<std::vector<const Study*>> waves(const std::vector<std::string>& ids
     std::vector<const Study*> wave;
     for (const auto& s : study_registry())
       if (want.count(s.id) && !placed.count(s.id) &&
-          std::all_of(s.after.begin(), s.after.end(), [&](const std::string& a) { return placed.count(a) > 0; }))
+          std::all_of(s.after.begin(), s.after.end(), [&](const std::string& a) { return placed.count(a) > 0 || !want.count(a); }))
         wave.push_back(&s);
     if (wave.empty()) throw std::logic_error("studies: a cycle in the studies' `after` lists");
     for (const auto* s : wave) placed.insert(s->id);
@@ -52,7 +64,7 @@ RunnerResult run_studies(const std::vector<std::string>& ids, const StudyOptions
   const auto t0 = std::chrono::steady_clock::now();
   RunnerResult res;
   const RunStore store(o.store_root());
-  for (const auto& wave : waves(ids)) {
+  for (const auto& wave : waves(ids, o)) {
     // Plan every study of the wave, then one sweep over the union of their runs.
     std::vector<Plan> plans;
     std::vector<train::TrainConfig> all;

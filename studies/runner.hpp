@@ -1,5 +1,6 @@
 #pragma once
-// Running studies: plan every selected study (and the studies they read, `after`), train the union of
+// Running studies: plan every selected study (and the studies they read, `after`, when their outputs at
+// this size are missing), train the union of
 // their runs in one sweep (studies/sweep.hpp: equal configs are one run), then summarise each study and
 // write its folder (studies/outputs.hpp). Studies that read another study's outputs (the capacity study
 // at the best recipe reads the recipe study's) are planned after it, in a second sweep. A sweep stopped

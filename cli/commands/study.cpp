@@ -112,7 +112,7 @@ void plan(const Args& a) {
              o.store_root().string());
   fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
   if (a.opt.device == "cuda")
-    fmt::print("  cuda: {} runs, ~{:.0f} s at the measured H100 throughput of 12 concurrent runs\n", gpu_runs, gpu_s);
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the H100 rate measured with 12-16 runs at once (more runs at once do not raise it)\n", gpu_runs, gpu_s);
   fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads (one run at a time{})\n", cpu_runs, cpu_s, cpu_threads,
              a.opt.device == "cuda" ? ", beside the GPU's" : "");
   fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
