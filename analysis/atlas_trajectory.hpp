@@ -4,6 +4,7 @@
 // step, the smallest eigenvalue of the stored A_t (VLA; SelfAdjointEigenSolver in double), and how
 // often the delta guard fired.
 #include "analysis/head_stream.hpp"
+#include "core/precision.hpp"
 #include "core/rules/registry.hpp"
 
 #include <string>
@@ -11,7 +12,16 @@
 
 namespace vla::analysis {
 
-inline constexpr std::string_view kAtlasPrecisions = "half, bfloat16, float, double, half+float, bfloat16+float, mp50";
+// The atlas measures every precision against the same rule in mp50, so it runs the precisions of the
+// table no finer than that reference (all but mp100), the reference included.
+using AtlasReference = Precision<mp50>;
+template <class P>
+struct NoFinerThanAtlasReference
+    : std::bool_constant<ScalarInfo<typename P::compute_t>::significand_bits <=
+                         ScalarInfo<AtlasReference::compute_t>::significand_bits> {};
+using AtlasPrecisions = Precisions::filter<NoFinerThanAtlasReference>;
+static_assert(AtlasPrecisions::contains<AtlasReference>, "the atlas runs its reference too");
+inline constexpr std::string_view kAtlasPrecisions = AtlasPrecisions::names();
 
 struct AtlasTrajectory {
   std::vector<Mat<double>> S;    // (T) each (d, d): S_t as stored
@@ -23,6 +33,17 @@ struct AtlasTrajectory {
   int renorms = 0;               // steps where S was renormalised
 };
 
+// lambda_min((A + A^T) / 2) in double. The symmetric part: SelfAdjointEigenSolver reads one triangle;
+// rounding may make A slightly asymmetric and positive definiteness is a property of the symmetric
+// part. Compiled once (atlas_trajectory.cpp) for every precision's run.
+double min_eigenvalue_of_symmetric_part(const Mat<double>& A);
+
+// The run in P (one of AtlasPrecisions), defined in atlas_trajectory_impl.hpp and instantiated once
+// per precision by generated translation units (core/precision_instances.cmake).
+template <class P>
+AtlasTrajectory atlas_trajectory_in(const std::string& mixer, const MixerConfig& cfg, const HeadStream& stream);
+
+// The run in the precision named `precision` (one of kAtlasPrecisions; otherwise throws naming --precisions).
 AtlasTrajectory atlas_trajectory(const std::string& precision, const std::string& mixer, const MixerConfig& cfg,
                                  const HeadStream& stream);
 

@@ -1,13 +1,12 @@
 #include "analysis/norms.hpp"
 
-#include "analysis/head_stream.hpp"
 #include "analysis/plot.hpp"
-#include "analysis/rule_zoo.hpp"
 #include "core/io/csv.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 namespace vla::analysis {
 
@@ -30,23 +29,19 @@ double NormResult::max_excess(const std::string& mixer) const {
 }
 
 NormResult run_norms(const NormConfig& cfg) {
-  cfg.validate();
+  const ProtocolTrajectories runs = protocol_trajectories(cfg, Precision<double>::name());
   NormResult r{cfg, {}};
-  for (const auto& m : cfg.mixers)
-    for (auto seed : cfg.seeds) {
-      const HeadStream stream = random_head_stream(cfg.d_head, cfg.T, seed);
-      NormSeries s{m, seed, {}, {}, {}, -std::numeric_limits<double>::infinity()};
-      with_analysis_rule<Precision<double>>(m, cfg.base, [&](auto rule) {
-        double bound = 0;  // ||S_0||_F = 0
-        drive(rule, stream, [&](int, auto&, auto&, const StepRecord<double>& rec) {
-          const auto& st = rec.stats[0];
-          bound += st.e_norm;  // eq. 13: sum_{s<=t} ||e_s||
-          s.S.push_back(st.S_fro);
-          s.A.push_back(st.A_fro);
-          s.bound.push_back(bound);
-          if (bound > 0) s.max_bound_excess = std::max(s.max_bound_excess, (st.S_fro - bound) / bound);
-        });
-      });
+  for (std::size_t m = 0; m < cfg.mixers.size(); ++m)
+    for (std::size_t k = 0; k < cfg.seeds.size(); ++k) {
+      NormSeries s{cfg.mixers[m], cfg.seeds[k], {}, {}, {}, -std::numeric_limits<double>::infinity()};
+      double bound = 0;  // ||S_0||_F = 0
+      for (const StepStats& st : runs[m][k]) {
+        bound += st.e_norm;  // eq. 13: sum_{s<=t} ||e_s||
+        s.S.push_back(st.S_fro);
+        s.A.push_back(st.A_fro);
+        s.bound.push_back(bound);
+        if (bound > 0) s.max_bound_excess = std::max(s.max_bound_excess, (st.S_fro - bound) / bound);
+      }
       r.series.push_back(std::move(s));
     }
   return r;

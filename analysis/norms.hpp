@@ -1,7 +1,8 @@
 #pragma once
 // Analysis 2: ||S_t||_F (every rule) and ||A_t||_F (VLA) along the Sec. 6.2 random-input protocol,
 // with Proposition 1's bound (eq. 13) ||S_t||_F <= ||S_0||_F + sum_{s<=t} ||e_s|| checked at every t
-// (S_0 = 0; e_norm from StepStats). Double precision.
+// (S_0 = 0; e_norm from StepStats). Double precision: the run is protocol_trajectories
+// (analysis/random_protocol.hpp), the same as `vla stability --precision double` (studies/fig4).
 #include "analysis/random_protocol.hpp"
 
 #include <filesystem>

@@ -16,6 +16,7 @@ void AtlasConfig::validate() const {
   if (mixers.empty() || precisions.empty() || policies.empty())
     throw std::invalid_argument("--mixers/--precisions/--policies: none may be empty");
   for (const auto& p : policies) apply_policy(base, p, renorm_threshold);
+  for (const auto& p : precisions) with_precision_in<AtlasPrecisions>(p, "--precisions", [](auto) {});
   base.penalty.validate();
 }
 
@@ -53,7 +54,7 @@ std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg) {
     for (const auto& pol : cfg.policies) {
       if (!vla && pol != cfg.policies.front() && pol != "renorm") continue;  // only renorm touches non-VLA rules
       const MixerConfig mc = apply_policy(cfg.base, pol, cfg.renorm_threshold);
-      const AtlasTrajectory ref = atlas_trajectory("mp50", m, mc, stream);
+      const AtlasTrajectory ref = atlas_trajectory_in<AtlasReference>(m, mc, stream);
       for (const auto& p : cfg.precisions) {
         const AtlasTrajectory run = atlas_trajectory(p, m, mc, stream);
         AtlasCell c{m, vla ? pol : (pol == "renorm" ? pol : "default"), p, {}, {}, run.first_nonfinite,

@@ -19,6 +19,7 @@ struct AtlasConfig {
   int T = 300;
   std::uint64_t seed = 42;
   std::vector<std::string> mixers{"linear", "deltanet", "vla"};
+  // Which of AtlasPrecisions run against the reference (which always runs), in the report's order.
   std::vector<std::string> precisions{"half", "bfloat16", "float", "double", "half+float", "bfloat16+float"};
   std::vector<std::string> policies{"clamp", "skip", "no-refresh", "renorm"};
   double renorm_threshold = 10.0;

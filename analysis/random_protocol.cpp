@@ -30,4 +30,21 @@ Mat<double> protocol_inputs(int T, int d_head, std::uint64_t seed) {
   return X;
 }
 
+ProtocolTrajectories protocol_trajectories(const RandomProtocol& p, std::string_view precision) {
+  p.validate();
+  with_precision(precision, [](auto) {});  // an unknown name fails before any run
+  ProtocolTrajectories out;
+  for (const auto& m : p.mixers) {
+    MixerConfig mc = p.base;
+    mc.mixer = m;
+    const LayerShape shape{p.d_head, p.d_head, 1, mc.penalty.rank};
+    auto& per_seed = out.emplace_back();
+    for (auto seed : p.seeds)
+      per_seed.push_back(layer_forward(precision, mc, shape, protocol_weights<double>(p.d_head, seed, mc.penalty.rank),
+                                       protocol_inputs(p.T, p.d_head, seed))
+                             .trace);  // B = H = 1: one entry per step
+  }
+  return out;
+}
+
 }  // namespace vla::analysis

@@ -1,7 +1,6 @@
 #include "analysis/recovery.hpp"
 
 #include "analysis/plot.hpp"
-#include "analysis/recovery_impl.hpp"
 #include "core/io/csv.hpp"
 #include "core/layers/mixer_layer.hpp"
 
@@ -11,9 +10,6 @@
 #include <random>
 
 namespace vla::analysis {
-
-double recovery_error_mp50(const std::string& mixer, const MixerConfig& cfg, const HeadStream& stream);
-template double least_squares_recovery_error<double>(const Mat<double>&, const Mat<double>&);
 
 KeyKind parse_key_kind(const std::string& name) {
   if (name == "orthonormal") return KeyKind::Orthonormal;
@@ -76,9 +72,9 @@ HeadStream recovery_stream(const Mat<double>& keys, const Mat<double>& values, s
 
 double recovery_error(const std::string& precision, const std::string& mixer, const MixerConfig& cfg,
                       const HeadStream& stream) {
-  if (precision == "double") return recovery_error_in<Precision<double>>(mixer, cfg, stream);
-  if (precision == "mp50") return recovery_error_mp50(mixer, cfg, stream);
-  throw std::invalid_argument(fmt::format("--precisions: recovery runs in double or mp50, got '{}'", precision));
+  return with_precision_in<RecoveryPrecisions>(precision, "--precisions", [&](auto p) {
+    return recovery_error_in<decltype(p)>(mixer, cfg, stream);
+  });
 }
 
 void RecoveryConfig::validate() const {
@@ -87,6 +83,7 @@ void RecoveryConfig::validate() const {
   for (int n : ns)
     if (n < 1) throw std::invalid_argument(fmt::format("--n: must be >= 1, got {}", n));
   for (const auto& k : key_kinds) parse_key_kind(k);
+  for (const auto& p : precisions) with_precision_in<RecoveryPrecisions>(p, "--precisions", [](auto) {});
   if (!(rls_lambda0 > 0)) throw std::invalid_argument("--rls-lambda0: must be > 0");
   base.penalty.validate();
 }
@@ -114,7 +111,9 @@ std::vector<RecoveryPoint> run_recovery(const RecoveryConfig& cfg) {
           out.push_back({m, kname, p, n, cfg.d_head, recovery_error(p, m, mc, stream)});
         }
         out.push_back({"least-squares", kname, p, n, cfg.d_head,
-                       p == "mp50" ? least_squares_recovery_error<mp50>(K, V) : least_squares_recovery_error<double>(K, V)});
+                       with_precision_in<RecoveryPrecisions>(p, "--precisions", [&](auto q) {
+                         return least_squares_recovery_error_in<decltype(q)>(K, V);
+                       })});
       }
     }
   }
@@ -149,7 +148,7 @@ std::string write_recovery(const RecoveryConfig& cfg, const std::vector<Recovery
       }
       const auto stem = fmt::format("recovery_{}_{}", kname, p);
       table.write(dir / (stem + ".csv"));
-      if (p == "double" && table.rows().size() > 1) {
+      if (p == Precision<double>::name() && table.rows().size() > 1) {
         PlotSpec ps = plot_spec(fmt::format("Recovery error after n writes, {} keys, d_h = {} ({})", kname, cfg.d_head, p),
                                 "n / d_h", "max_i ||S_n k_i - v_i|| / ||v_i|| (log scale)", true);
         ps.with = "linespoints";

@@ -15,6 +15,7 @@
 // Values v_i ~ N(0, I). q = 0. VLA's penalty directions u = W_u k_raw with W_u ~ N(0, 1/d); DeltaNet
 // ungated (beta = 1: the pure delta rule; a gate would only add forgetting).
 #include "analysis/head_stream.hpp"
+#include "core/precision.hpp"
 #include "core/rules/registry.hpp"
 
 #include <filesystem>
@@ -22,6 +23,10 @@
 #include <vector>
 
 namespace vla::analysis {
+
+// Recovery is measured in double (the hardware floor) and in the ground truth mp50 (exact recovery up
+// to 2^-167): the two precisions of the table it runs.
+using RecoveryPrecisions = Precisions::sub<Precision<double>, Precision<mp50>>;
 
 enum class KeyKind { Orthonormal, Random, Correlated };
 KeyKind parse_key_kind(const std::string& name);  // orthonormal | random | correlated
@@ -38,7 +43,7 @@ struct RecoveryConfig {
   double rho = 0.5;
   std::vector<std::string> mixers{"vla",     "vla-v2",        "vla-rls", "vla-fixed-a", "vla-no-knorm",
                                   "vla-key", "rls-classical", "deltanet", "linear"};
-  std::vector<std::string> precisions{"double", "mp50"};
+  std::vector<std::string> precisions = RecoveryPrecisions::name_list();
   std::uint64_t seed = 42;
   double rls_lambda0 = 1e-10;  // rls-classical only: lambda0 -> 0 is the unregularised least squares
   MixerConfig base;            // lambda0 (paper 0.1), eps, refresh for the VLA variants
@@ -51,11 +56,21 @@ struct RecoveryPoint {
   double max_rel_error = 0;
 };
 
-// One measurement: the rule named `mixer` in `precision` ("double" or "mp50").
+// One measurement: the rule named `mixer` in `precision` (one of RecoveryPrecisions; otherwise throws
+// naming --precisions).
 double recovery_error(const std::string& precision, const std::string& mixer, const MixerConfig& cfg,
                       const HeadStream& stream);
-// The same quantity for the exact least-squares memory S = V K^+ (JacobiSVD), the reference.
-template <class T> double least_squares_recovery_error(const Mat<double>& keys, const Mat<double>& values);
+// The same quantity for the exact least-squares memory S = V K^+ (JacobiSVD), the reference, in the
+// storage type of P (one of RecoveryPrecisions)...
+template <class P> double least_squares_recovery_error_in(const Mat<double>& keys, const Mat<double>& values);
+// ... and in the scalar T (double or mp50).
+template <class T> double least_squares_recovery_error(const Mat<double>& keys, const Mat<double>& values) {
+  return least_squares_recovery_error_in<Precision<T>>(keys, values);
+}
+// The measurement in P (one of RecoveryPrecisions), defined in recovery_impl.hpp and instantiated once
+// per precision by generated translation units (core/precision_instances.cmake).
+template <class P>
+double recovery_error_in(const std::string& mixer, const MixerConfig& cfg, const HeadStream& stream);
 
 std::vector<RecoveryPoint> run_recovery(const RecoveryConfig& cfg);
 // recovery_<keys>_<precision>.csv (n, n/d, one column per mixer) and a plot per key family in double.

@@ -25,7 +25,6 @@ if has test; then
   step "GPU tests"
   ctest --test-dir "$BUILD" -L gpu --output-on-failure > "$OUT/tests.log" 2>&1 || status=1
   tail -3 "$OUT/tests.log"
-  "$T" "[gpu-reference]" >> "$OUT/tests.log" 2>&1 || { status=1; echo "reference backward vs finite differences FAILED"; }
   "$T" "[gpu]" -s -r compact 2>&1 | grep -E "rel err" | sed 's/.*warning: //' > "$OUT/relerr.log"
   grep -v backward "$OUT/relerr.log" | head -12
   # Each backward's worst relative error per gradient over all shapes (each line's bound: T d 2^-24).

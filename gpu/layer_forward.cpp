@@ -3,6 +3,7 @@
 // output projection by gpu/affine.cu again; everything fp32 on the device.
 #include "gpu/layer_forward.hpp"
 
+#include "core/rules/gpu_support.hpp"
 #include "gpu/affine.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_forward.hpp"
@@ -24,28 +25,15 @@ std::vector<float> row_major(const Mat<float>& m) {
 }
 std::vector<float> to_vector(const Vec<float>& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
 
-RecurrentKind kind_of(const MixerConfig& cfg) {
-  if (cfg.mixer == "vla") return RecurrentKind::Vla;
-  if (cfg.mixer == "linear") return RecurrentKind::Linear;
-  if (cfg.mixer == "deltanet") return RecurrentKind::DeltaNet;
-  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU kernel (allowed with --device cuda: vla, linear, deltanet)",
-                                          cfg.mixer));
-}
-
 }  // namespace
 
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
                          const Mat<float>& X, std::vector<StepStats>* trace) {
-  const RecurrentKind kind = kind_of(cfg);
+  // The rule's kernel and its parameters (its GPU trait); throws naming the flag and what is allowed.
+  const GpuKernel kernel = gpu_kernel_for(cfg, shape.d_head, GpuUse::LayerForward);
+  const RecurrentKind kind = kernel.kind;
   const int d = shape.d_head, dm = shape.d_model, T = static_cast<int>(X.rows());
-  if (d != 16 && d != 32 && d != 64 && d != 128)
-    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU kernel (allowed with --device cuda: 16, 32, 64, 128)", d));
   if (shape.heads != 1) throw std::invalid_argument(fmt::format("--heads: the layer contract is single-head (got {})", shape.heads));
-  if (shape.rank != 1 || cfg.penalty.rank != 1)
-    throw std::invalid_argument("--rank: the GPU kernel implements rank 1 (Algorithm 1) only");
-  if (cfg.penalty.policy != DeltaPolicy::Clamp)
-    throw std::invalid_argument("--delta-policy: the GPU kernel implements Algorithm 1's clamp only (allowed: clamp)");
-  if (cfg.renormalise_S) throw std::invalid_argument("--renormalise: the GPU kernels have no S renormalisation (allowed: off)");
   // The same weight-shape checks as the CPU path (throws naming the weight).
   with_rule<Precision<float>>(cfg, [&](auto rule) { MixerLayer<decltype(rule)>(shape, rule, w); return 0; });
   if (X.cols() != dm) throw std::invalid_argument(fmt::format("input: X has {} columns, expected d_model = {}", X.cols(), dm));
@@ -73,7 +61,7 @@ Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const 
     x.u = dU.get();
     check(cudaDeviceSynchronize(), "affine u (sync)");
   }
-  if (kind == RecurrentKind::DeltaNet && cfg.deltanet_gated) {  // g = w_g . x + b_g, (T)
+  if (kernel.gated) {  // DeltaNet: g = w_g . x + b_g, (T)
     dG = DeviceBuffer(std::size_t(T));
     const DeviceBuffer Wg = dev(w.Wg), bg = bias(w.bg);
     check(affine_rows(dX.get(), T, dm, Wg.get(), bg.get(), 1, dG.get()), "affine gate");
@@ -82,12 +70,7 @@ Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const 
   }
   if (trace) { dStats = DeviceBuffer(std::size_t(T) * 3); x.stats = dStats.get(); }
 
-  RecurrentParams p;
-  p.eps = float(cfg.penalty.eps);
-  p.lambda0 = float(cfg.penalty.lambda0);
-  p.refresh_period = cfg.penalty.refresh_period;
-  p.refresh_eta = float(cfg.penalty.refresh_eta);
-  check(recurrent_forward(kind, x, p), "recurrent_forward");
+  check(recurrent_forward(kind, x, kernel.params), "recurrent_forward");
   check(affine_rows(dO.get(), T, d, Wo.get(), bo.get(), dm, dY.get()), "affine out");
   check(cudaDeviceSynchronize(), "layer_forward (sync)");
 

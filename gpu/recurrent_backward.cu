@@ -1,5 +1,5 @@
 // Fused fp32 backward of the VLA recurrence; contract in gpu/recurrent_backward.hpp, adjoint equations
-// (derived line by line from Algorithm 1) and the CPU double reference in gpu/vla_backward_reference.hpp.
+// (derived line by line from Algorithm 1) in core/rules/vla/adjoint.hpp, the CPU reference core/model/head.hpp.
 //
 // What the reverse pass needs. Step t's adjoints use S_{t-1} and A_{t-1} (mat-vecs with vectors that
 // exist only in the backward: S_{t-1}^T de, A_{t-1}^T dz, A_t^T dalpha, S_t^T g). Two ways to get them:
@@ -535,7 +535,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
 
 // ---------------------------------------------------------------------------------------------------
 // Linear attention and DeltaNet: the same two passes and read with S alone (no A; the slots' A half is
-// unused). Adjoints: gpu/delta_backward_reference.hpp.
+// unused). Adjoints: core/rules/linear/adjoint.hpp, core/rules/deltanet/adjoint.hpp.
 template <int D> struct DeltaSmem {  // S, dS (padded), 5 vectors, the sums' partials: 132 KiB at d = 128
   static constexpr int VECS = 5, FLOATS = 2 * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
 };

@@ -2,8 +2,8 @@
 // Fused backward of the VLA recurrence (Algorithm 1, "vla" preset, rank 1, delta clamp), linear
 // attention and DeltaNet on the already-projected per-token inputs of gpu/recurrent_forward.hpp: given
 // the forward inputs and dL/do, it produces dL/dq_raw, dL/dk_raw, dL/dv, and dL/du_raw (VLA) or dL/dg
-// (gated DeltaNet). One launch, one thread block per (b, h). The adjoint equations and the references
-// are in gpu/vla_backward_reference.hpp and gpu/delta_backward_reference.hpp; the design
+// (gated DeltaNet). One launch, one thread block per (b, h). The adjoint equations and the CPU reference
+// are the rules' own (core/rules/<rule>/adjoint.hpp, run by core/model/head.hpp); the design
 // (recompute from checkpoints, not step inversion) in gpu/recurrent_backward.cu and docs/gpu.md.
 // Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
 //

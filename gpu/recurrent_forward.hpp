@@ -13,11 +13,11 @@
 //   checkpoints              optional (null = off): a recurrent_backward workspace
 //                            (gpu/recurrent_backward.hpp); the forward writes into it the backward's
 //                            checkpoints, so that the backward can skip its own first forward pass
+#include "core/rules/gpu_kernel.hpp"  // RecurrentKind, RecurrentParams: each rule's GPU trait fills them
+
 #include <cuda_runtime.h>
 
 namespace vla::gpu {
-
-enum class RecurrentKind { Vla, Linear, DeltaNet };
 
 // The backward's checkpoints (gpu/recurrent_backward.hpp): the state (S, A, z) before every
 // kBackwardChunk-th step, in slots of 2 d^2 + d floats (S row-major d x d, A row-major d x d, z: d).
@@ -29,14 +29,6 @@ __host__ __device__ constexpr long long backward_slot_floats(int d) { return 2LL
 __host__ __device__ constexpr long long backward_checkpoint_offset(long long seq, int T, int d, long long c) {
   return (seq * ((T + kBackwardChunk - 1) / kBackwardChunk + kBackwardChunk) + c) * backward_slot_floats(d);
 }
-
-struct RecurrentParams {
-  // Hyper-parameters as core/rules/*.hpp name them (defaults = Algorithm 1's).
-  float eps = 1e-4f;           // every denominator's floor (delta clamp, read denominator)
-  float lambda0 = 0.1f;        // VLA: A_0 = I / lambda0
-  int refresh_period = 20;     // VLA: A += refresh_eta I after step t when (t+1) % period == 0; 0 = off
-  float refresh_eta = 1e-3f;
-};
 
 struct RecurrentTensors {
   const float* q = nullptr;

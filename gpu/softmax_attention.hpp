@@ -1,6 +1,6 @@
 #pragma once
-// Causal softmax attention (paper eq. 2; the CPU rule core/rules/softmax.hpp and its backward
-// core/model/softmax_backward.hpp) on the GPU, fp32, forward and backward, built from library GEMMs:
+// Causal softmax attention (paper eq. 2; the CPU rule core/rules/softmax/forward.hpp and its backward
+// core/rules/softmax/adjoint.hpp) on the GPU, fp32, forward and backward, built from library GEMMs:
 // cuBLAS strided-batched SGEMMs for the three products plus one fused row-softmax kernel each way.
 //   l_ts = (q_t . k_s) / sqrt(d)   (s <= t)        P_t = softmax_s(l_ts - max_s l_ts)       o_t = sum_s P_ts v_s
 //   dP_ts = do_t . v_s    dl_ts = P_ts (dP_ts - sum_r P_tr dP_tr) / sqrt(d)

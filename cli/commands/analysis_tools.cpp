@@ -38,7 +38,9 @@ const vla::cli::RegisterCommand rec{
       app.add_option("--keys", c->key_kinds, "orthonormal, random, correlated")->delimiter(',')->capture_default_str();
       app.add_option("--rho", c->rho, "pairwise correlation of the correlated family")->capture_default_str();
       app.add_option("--mixers", c->mixers, "rules")->delimiter(',')->capture_default_str();
-      app.add_option("--precisions", c->precisions, "double, mp50")->delimiter(',')->capture_default_str();
+      app.add_option("--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()))
+          ->delimiter(',')
+          ->capture_default_str();
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
       vla::cli::add_mixer_options(app, c->base, {"rank"});

@@ -2,10 +2,10 @@
 // Y (T, d_model) as float64 .npy and optionally a per-step trace CSV. The contract (files, shapes,
 // defaults) is docs/recurrences.md, "The .npy contract of layer-forward".
 #include "cli/command.hpp"
-#include "cli/commands/layer_forward.hpp"
 #include "cli/mixer_options.hpp"
 #include "core/io/csv.hpp"
 #include "core/io/npy.hpp"
+#include "core/layers/layer_forward.hpp"
 
 #include <fmt/format.h>
 
@@ -65,9 +65,9 @@ Vec<double> load_bias(const fs::path& dir, const std::string& name, long n) {
   return v;
 }
 
-vla::cli::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]] const vla::LayerShape& shape,
-                                     [[maybe_unused]] const vla::MixerWeights<double>& w,
-                                     [[maybe_unused]] const Mat<double>& X) {
+vla::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]] const vla::LayerShape& shape,
+                                [[maybe_unused]] const vla::MixerWeights<double>& w,
+                                [[maybe_unused]] const Mat<double>& X) {
 #ifdef VLA_LAYER_FORWARD_GPU
   std::vector<vla::StepStats> trace;
   const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X), &trace);
@@ -134,11 +134,8 @@ void run(Args& a) {
     w.bg = load_bias(dir, "bg", 1);
   }
 
-  const vla::cli::LayerForwardResult res =
-      a.device == "cuda" ? run_gpu(a, shape, w, X)
-                         : vla::with_precision(a.precision, [&](auto p) {
-                             return vla::cli::layer_forward_cpu<decltype(p)>(c, shape, w, X);
-                           });
+  const vla::LayerForwardResult res =
+      a.device == "cuda" ? run_gpu(a, shape, w, X) : vla::layer_forward(a.precision, c, shape, w, X);
   if (res.Y.rows() != T || res.Y.cols() != d_model || long(res.trace.size()) != T)
     throw std::runtime_error("layer-forward: internal error, result has the wrong shape");
 

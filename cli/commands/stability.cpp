@@ -20,7 +20,8 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--T", c.T, "sequence length")->capture_default_str();
       app.add_option("--d-head", c.d_head, "head dimension (single head, d_model = d_head)")->capture_default_str();
       app.add_option("--seeds", c.seeds, "seeds (weights from seed, inputs from seed+1)")->delimiter(',')->capture_default_str();
-      app.add_option("--precision", c.precision, "float|double|half|bfloat16|mp50|mp100|half+float|bfloat16+float")->capture_default_str();
+      app.add_option("--precision", c.precision, std::string("storage[+compute]: ") + std::string(vla::kPrecisionNames))
+          ->capture_default_str();
       app.add_option("--mixers", c.mixers, "mixers to track")->delimiter(',')->capture_default_str();
       vla::cli::add_mixer_options(app, c.base);
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();

@@ -9,59 +9,15 @@
 //
 // Each head has its own state, reset at the start of every forward (every new sequence).
 // Shapes: a batch is B matrices of (T, d_model), one per sequence (row t = x_t).
+#include "core/layers/mixer_weights.hpp"
 #include "core/rules/memory_rule.hpp"
 
 #include <fmt/format.h>
 
-#include <random>
 #include <stdexcept>
 #include <vector>
 
 namespace vla {
-
-// Weights of a mixer layer in one scalar type. Empty matrices/vectors mean "not used" (W_u for
-// rules without penalty) or "zero" (biases).
-template <class T> struct MixerWeights {
-  Mat<T> Wq, Wk, Wv;  // (H*d_head, d_model)
-  Mat<T> Wu;          // (H*rank*d_head, d_head): head h uses rows [h*rank*d_head, (h+1)*rank*d_head)
-  Mat<T> Wg;          // (H, d_model) gate weights
-  Mat<T> Wo;          // (d_model, H*d_head)
-  Vec<T> bq, bk, bv, bu, bg, bo;
-
-  template <class To> MixerWeights<To> cast() const {
-    auto m = [](const Mat<T>& x) { return cast_matrix<To>(x); };
-    auto v = [](const Vec<T>& x) { return cast_vector<To>(x); };
-    return {m(Wq), m(Wk), m(Wv), m(Wu), m(Wg), m(Wo), v(bq), v(bk), v(bv), v(bu), v(bg), v(bo)};
-  }
-};
-
-struct LayerShape {
-  int d_model = 0;
-  int d_head = 0;
-  int heads = 1;
-  int rank = 1;
-};
-
-// Random initialisation, deterministic for a seed: N(0, 1/fan_in) for every weight, zero biases.
-template <class T> MixerWeights<T> random_weights(const LayerShape& s, Needs needs, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  auto gauss = [&](int rows, int cols, int fan_in) {
-    std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(double(fan_in)));
-    Mat<double> m(rows, cols);
-    for (int j = 0; j < cols; ++j)
-      for (int i = 0; i < rows; ++i) m(i, j) = n(gen);
-    return cast_matrix<T>(m);
-  };
-  const int hd = s.heads * s.d_head;
-  MixerWeights<T> w;
-  w.Wq = gauss(hd, s.d_model, s.d_model);
-  w.Wk = gauss(hd, s.d_model, s.d_model);
-  w.Wv = gauss(hd, s.d_model, s.d_model);
-  if (needs.penalty) w.Wu = gauss(s.heads * s.rank * s.d_head, s.d_head, s.d_head);
-  if (needs.gate) w.Wg = gauss(s.heads, s.d_model, s.d_model);
-  w.Wo = gauss(s.d_model, hd, hd);
-  return w;
-}
 
 // Per-step statistics of a forward: stats[(t * B + b) * H + h].
 struct LayerTrace {

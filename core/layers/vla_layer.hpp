@@ -1,13 +1,13 @@
 #pragma once
 // VLALayer (spec 001): VLALayer(d_model, d_head, rank, lambda_init, eps) with internal W_q, W_k, W_v,
-// W_u projections and the W_o output projection, over the VLA rule of core/rules/vla.hpp.
+// W_u projections and the W_o output projection, over the VLA rule of core/rules/vla/.
 //
 // 001 makes single-head VLA the contract: d_head must equal d_model (so the d x d penalty matches
 // v_t), and the constructor rejects anything else. The paper trains H = 4 heads of d_head = 32 in a
 // d = 128 model; VLALayer::multi_head builds that. Defaults follow the paper (lambda0 = 0.1,
 // eps = 1e-4), not 001's example values (1e-3, 1e-6); docs/recurrences.md says why.
 #include "core/layers/mixer_layer.hpp"
-#include "core/rules/vla.hpp"
+#include "core/rules/vla/rule.hpp"
 
 namespace vla {
 

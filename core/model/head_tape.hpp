@@ -1,5 +1,8 @@
 #pragma once
-// What the backward through time of one head needs from its forward (the "tape").
+// What the backward through time of one head needs from its forward (the "tape"): each rule says
+// what it keeps, as its State::Tape and State::record (core/rules/<rule>/forward.hpp); the linear-
+// attention family keeps S_t and z_t (core/rules/normalised_memory.hpp), VLA A_t besides, softmax
+// nothing (its backward recomputes the attention weights).
 //
 // Store vs recompute. The backward at step t needs S_{t-1} (the residual e_t = v_t - S_{t-1} k_hat_t
 // and dS_t/dk_hat), S_t (the read o_t = S_t phi(q_t) / den), z_t, and for VLA A_{t-1} and A_t
@@ -14,16 +17,11 @@
 //    only the sequence it is differentiating.
 // Everything cheap (k_hat, u, alpha_hat, delta, the read denominator) is recomputed from the stored
 // projections q, k, v, u_raw in the backward, by the same formulas as the rule's forward.
-#include "core/scalar.hpp"
-
-#include <vector>
+#include "core/rules/memory_rule.hpp"
 
 namespace vla::model {
 
-template <class T> struct HeadTape {
-  std::vector<Mat<T>> S;  // n entries, (d_h, d_h): S_t after step t (recurrent mixers)
-  std::vector<Mat<T>> A;  // n entries, (d_h, d_h): A_t after step t (VLA only)
-  std::vector<Vec<T>> z;  // n entries, (d_h): z_t = sum_{s<=t} phi(k_s)
-};
+// The tape of one head of one sequence under Rule: n entries per stored state.
+template <class Rule> using HeadTape = typename Rule::State::Tape;
 
 }  // namespace vla::model

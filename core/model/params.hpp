@@ -2,6 +2,7 @@
 // The model's parameters as one flat list of named tensors, so that the optimiser, the gradient
 // check, the checkpoint and the gradient buffers all walk the same list. Vectors are (n, 1) matrices.
 // Tensors a mixer does not use (W_u without VLA, w_g without DeltaNet) are (0, 0).
+#include "core/layers/mixer_weights.hpp"
 #include "core/model/config.hpp"
 #include "core/scalar.hpp"
 
@@ -50,42 +51,49 @@ template <class T> struct Params {
 };
 
 // Deterministic initialisation from a seed (drawn in double, then rounded to T, so every scalar type
-// starts from the same point): embeddings N(0, 0.02^2) (GPT-2), projections N(0, 1/fan_in) as
-// core/layers random_weights, LayerNorm gains 1, biases 0.
+// starts from the same point): embeddings N(0, 0.02^2) (GPT-2), the mixer's weights as a layer's
+// (core/layers/mixer_weights.hpp, draw_mixer_weights), the FFN N(0, 1/fan_in), LayerNorm gains 1,
+// biases 0.
 template <class T> Params<T> init_params(const ModelConfig& c, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
-  auto gauss = [&](int rows, int cols, double sd) {
-    std::normal_distribution<double> n(0.0, sd);
-    Mat<double> m(rows, cols);
-    for (int j = 0; j < cols; ++j)
-      for (int i = 0; i < rows; ++i) m(i, j) = n(gen);
-    return cast_matrix<T>(m);
-  };
+  auto gauss = [&](int rows, int cols, double sd) { return cast_matrix<T>(gaussian_matrix(gen, rows, cols, sd)); };
   auto zeros = [](int n) { return Mat<T>(Mat<T>::Zero(n, 1)); };
   auto ones = [](int n) { return Mat<T>(Mat<T>::Ones(n, 1)); };
+  auto used = [](const Mat<double>& w) { return w.size() ? cast_matrix<T>(w) : Mat<T>(); };  // (0, 0): a tensor the rule does not read
+  auto bias = [&](const Mat<double>& w, int n) { return w.size() ? zeros(n) : Mat<T>(); };
   const int d = c.d_model, hd = c.heads * c.d_head, dh = c.d_head;
-  const Needs needs = with_rule<Precision<double>>(c.mixer, [](auto&& r) { return std::decay_t<decltype(r)>::needs; });
+  const Needs needs = rule_needs(c.mixer);
   Params<T> p;
   auto add = [&](std::string n, Mat<T> m) { p.names.push_back(std::move(n)); p.t.push_back(std::move(m)); };
   add("tok_emb", gauss(c.vocab, d, 0.02));    // (V, d), also the output head (tied)
   add("pos_emb", gauss(c.max_len, d, 0.02));  // (max_len, d)
   for (int l = 0; l < c.layers; ++l) {
     const std::string b = fmt::format("block{}.", l);
+    const MixerWeights<double> w = draw_mixer_weights(gen, LayerShape{d, dh, c.heads, 1}, needs);
     add(b + "ln1.g", ones(d)); add(b + "ln1.b", zeros(d));
-    add(b + "Wq", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bq", zeros(hd));  // (H*dh, d), (H*dh)
-    add(b + "Wk", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bk", zeros(hd));
-    add(b + "Wv", gauss(hd, d, 1 / std::sqrt(double(d)))); add(b + "bv", zeros(hd));
-    if (needs.penalty) { add(b + "Wu", gauss(c.heads * dh, dh, 1 / std::sqrt(double(dh)))); add(b + "bu", zeros(c.heads * dh)); }
-    else { add(b + "Wu", Mat<T>()); add(b + "bu", Mat<T>()); }                         // (H*dh, dh) per-head blocks
-    if (needs.gate) { add(b + "Wg", gauss(c.heads, d, 1 / std::sqrt(double(d)))); add(b + "bg", zeros(c.heads)); }
-    else { add(b + "Wg", Mat<T>()); add(b + "bg", Mat<T>()); }                         // (H, d), (H)
-    add(b + "Wo", gauss(d, hd, 1 / std::sqrt(double(hd)))); add(b + "bo", zeros(d));  // (d, H*dh), (d)
+    add(b + "Wq", used(w.Wq)); add(b + "bq", zeros(hd));  // (H*dh, d), (H*dh)
+    add(b + "Wk", used(w.Wk)); add(b + "bk", zeros(hd));
+    add(b + "Wv", used(w.Wv)); add(b + "bv", zeros(hd));
+    add(b + "Wu", used(w.Wu)); add(b + "bu", bias(w.Wu, c.heads * dh));  // (H*dh, dh) per-head blocks, (H*dh)
+    add(b + "Wg", used(w.Wg)); add(b + "bg", bias(w.Wg, c.heads));       // (H, d), (H)
+    add(b + "Wo", used(w.Wo)); add(b + "bo", zeros(d));  // (d, H*dh), (d)
     add(b + "ln2.g", ones(d)); add(b + "ln2.b", zeros(d));
     add(b + "W1", gauss(c.ffn, d, 1 / std::sqrt(double(d)))); add(b + "b1", zeros(c.ffn));       // (F, d), (F)
     add(b + "W2", gauss(d, c.ffn, 1 / std::sqrt(double(c.ffn)))); add(b + "b2", zeros(d));       // (d, F), (d)
   }
   add("lnf.g", ones(d)); add("lnf.b", zeros(d));
   return p;
+}
+
+// Block l's mixer weights as the layer's container (core/layers/mixer_weights.hpp), copied out of
+// the flat list: the same tensors MixerLayer runs on.
+template <class T> MixerWeights<T> block_mixer_weights(const Params<T>& p, int l) {
+  MixerWeights<T> w;
+  w.Wq = p.at(l, WQ); w.Wk = p.at(l, WK); w.Wv = p.at(l, WV); w.Wu = p.at(l, WU); w.Wg = p.at(l, WG); w.Wo = p.at(l, WO);
+  w.bq = p.at(l, BQ).col(0); w.bk = p.at(l, BK).col(0); w.bv = p.at(l, BV).col(0); w.bo = p.at(l, BO).col(0);
+  if (p.at(l, BU).size()) w.bu = p.at(l, BU).col(0);
+  if (p.at(l, BG).size()) w.bg = p.at(l, BG).col(0);
+  return w;
 }
 
 }  // namespace vla::model

@@ -14,9 +14,10 @@
 
 namespace vla::model {
 
-template <class T> struct BlockCache {
+template <class Rule> struct BlockCache {
+  using T = typename Rule::storage_t;
   LayerNormCache<T> ln1, ln2;
-  MixerCache<T> mix;
+  MixerCache<Rule> mix;
   Mat<T> H2, Z1, A1;  // (T, d), (T, F), (T, F)
 };
 
@@ -41,7 +42,7 @@ SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, 
     SeqResult res;
     res.S_fro.assign(L, kNotApplicable);
     res.A_fro.assign(L, kNotApplicable);
-    std::vector<BlockCache<T>> bc(L);
+    std::vector<BlockCache<Rule>> bc(L);
     Mat<T> X(n, d);  // (T, d) residual stream
     for (int t = 0; t < n; ++t) X.row(t) = p.t[TOK].row(tokens[t]) + p.t[POS].row(t);
     auto check = [&](const Mat<T>& m, int l, const char* what) {
@@ -52,14 +53,14 @@ SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, 
       const Mat<T> H1 = layernorm_forward(X, p.at(l, LN1_G), p.at(l, LN1_B), b.ln1);
       X += mixer_forward<T>(rule, p, l, H, dh, H1, b.mix);
       check(X, l, "mixer_output");
-      if constexpr (is_recurrent<Rule>) {
+      if constexpr (Rule::recurrent) {  // the norms of the last state, from the tape
         double s = 0, a = 0;
         for (const auto& tp : b.mix.heads) {
           s += to_double(T(tp.S.back().norm()));
-          if (!tp.A.empty()) a += to_double(T(tp.A.back().norm()));
+          if constexpr (requires { tp.A; }) a += to_double(T(tp.A.back().norm()));
         }
         res.S_fro[l] = s / H;
-        if (Rule::needs.penalty) res.A_fro[l] = a / H;
+        if constexpr (requires { b.mix.heads[0].A; }) res.A_fro[l] = a / H;
       }
       b.H2 = layernorm_forward(X, p.at(l, LN2_G), p.at(l, LN2_B), b.ln2);
       b.Z1 = linear_forward(b.H2, p.at(l, W1), p.at(l, B1));
@@ -96,7 +97,7 @@ SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, 
       const Mat<T> dA1 = linear_backward(dX, b.A1, p.at(l, W2), g.at(l, W2), g.at(l, B2));
       const Mat<T> dH2 = linear_backward(gelu_backward(dA1, b.Z1), b.H2, p.at(l, W1), g.at(l, W1), g.at(l, B1));
       dX += layernorm_backward(dH2, p.at(l, LN2_G), b.ln2, g.at(l, LN2_G), g.at(l, LN2_B));
-      const Mat<T> dH1 = mixer_backward<T>(rule, cfg.mixer, p, g, l, H, dh, b.mix, dX);
+      const Mat<T> dH1 = mixer_backward<T>(rule, p, g, l, H, dh, b.mix, dX);
       dX += layernorm_backward(dH1, p.at(l, LN1_G), b.ln1, g.at(l, LN1_G), g.at(l, LN1_B));
     }
     for (int t = 0; t < n; ++t) {

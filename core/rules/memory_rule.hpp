@@ -1,21 +1,30 @@
 #pragma once
 // What every memory rule (every mixer) shares: the shape of one step's inputs, the per-step
-// statistics, the write record the analyses read, and the normalised read of eq. (11).
+// statistics, the write record the analyses read, and the shapes of the reverse (adjoint) pass.
 //
-// A memory rule is a class template over a Precision<Storage, Compute> with this surface:
+// A rule is one folder, core/rules/<rule>/, and one class template over a Precision<Storage, Compute>:
 //
-//   static constexpr std::string_view name;          // "vla", "linear", "deltanet", "softmax", ...
-//   static constexpr Needs needs;                     // which projections of x_t the layer must make
-//   struct Options;                                   // the rule's hyper-parameters (validated)
-//   struct State;                                     // batched state, reset for every sequence
-//   State init(int batch, int d_head) const;          // the state before the first token
-//   void step(State&, const HeadInputs<storage_t>&,   // one token for every sequence of the batch:
-//             Mat<storage_t>& out,                    //   out is (d_head, B), column b = o_t of seq b
-//             StepRecord* record) const;              //   statistics and write record, optional
+//   forward.hpp   the rule's Options and class:
+//     static constexpr std::array names;               // the mixer names it answers to ("linear";
+//                                                      //   VLA: "vla", "vla-v2", ..., its variants)
+//     static Rule from_config(const MixerConfig&);      // built from the command line's knobs
+//     static constexpr Needs needs;                     // which projections of x_t the layer must make
+//     static constexpr bool recurrent;                  // a fixed-size state S (false: softmax's KV cache)
+//     struct State;                                     // batched state, reset for every sequence, with
+//       struct Tape; void record(Tape&) const;          //   what the reverse pass keeps of each step
+//     State init(int batch, int d_head) const;          // the state before the first token
+//     void step(State&, const HeadInputs<storage_t>&,   // one token for every sequence of the batch:
+//               Mat<storage_t>& out,                    //   out is (d_head, B), column b = o_t of seq b
+//               StepRecord* record) const;              //   statistics and write record, optional
+//   adjoint.hpp   Adjoint<Rule>: the adjoint of one step, step(t, ...), carrying the state's adjoints
+//                 from t to t - 1 (the loop over t = T-1..0 is core/model/head.hpp, written once);
+//                 a rule that is not recurrent gives the whole sequence's adjoint, sequence(...)
+//   gpu.hpp       gpu_kernel(rule): the CUDA path that serves the rule as configured, with the kernel's
+//                 parameters (core/rules/gpu_kernel.hpp), or none
+//   rule.hpp      includes the three; core/rules/registry.hpp lists the rule once.
 //
 // The layer (core/layers/mixer_layer.hpp) makes the projections and calls step for t = 1..T; the
-// analyses call step directly on hand-made inputs. A new rule joins by adding one header here and
-// one line in core/rules/registry.hpp.
+// analyses call step directly on hand-made inputs; training runs core/model/head.hpp.
 #include "core/feature_map.hpp"
 #include "core/precision.hpp"
 
@@ -68,13 +77,27 @@ template <class T> struct StepRecord {
   std::vector<WriteRecord<T>> writes;  // (B), in the compute type
 };
 
-// Eq. (11) / Alg. 1 lines 24-26: o = S phi(q) / max(phi(q)^T z, eps), with z = sum_{s<=t} phi(k_s).
-template <class C>
-inline Vec<C> normalised_read(const Mat<C>& S, const Vec<C>& q_feat, const Vec<C>& z, const C& eps) {
-  // max(dot, eps) written so that a NaN denominator stays NaN (std::max would hide it).
-  const C dot = q_feat.dot(z);
-  const C den = dot < eps ? eps : dot;
-  return (S * q_feat) / den;
-}
+// One head of ONE sequence, all n tokens, one row per token: what the reverse pass reads.
+template <class T> struct HeadSequence {
+  Mat<T> q, k, v;  // (n, d_h) as HeadInputs: q and k before the feature map
+  Mat<T> u;        // (n, rank * d_h) u_raw, rules with needs.penalty; else empty
+  Vec<T> g;        // (n) gate logits, rules with needs.gate; else empty
+};
+
+// dL/d of every HeadSequence input, same shapes; du, dg stay zero where a rule does not read u, g.
+template <class T> struct HeadGrads {
+  Mat<T> dq, dk, dv, du;
+  Vec<T> dg;
+  HeadGrads(int n, int d)
+      : dq(Mat<T>::Zero(n, d)), dk(Mat<T>::Zero(n, d)), dv(Mat<T>::Zero(n, d)), du(Mat<T>::Zero(n, d)), dg(Vec<T>::Zero(n)) {}
+};
+
+// The adjoint of a rule's step, specialised in core/rules/<rule>/adjoint.hpp. Constructed as
+// Adjoint<Rule>(rule, d_h) with the carried adjoints of the state after the last token (zero); then
+//   void step(int t, const HeadSequence<T>&, const typename Rule::State::Tape&, const Mat<T>& dO,
+//             HeadGrads<T>&)
+// turns the adjoints of the state after step t into those of the state before it and writes row t of
+// the gradients, from dO (n, d_h) = dL/do, in the compute type (which equals storage: core/model/head.hpp).
+template <class Rule> struct Adjoint;
 
 }  // namespace vla

@@ -1,5 +1,6 @@
 #pragma once
-// MixerConfig: everything a user can set about a mixer, and its knobs (core/knob.hpp): the one list
+// MixerConfig: everything a user can set about a mixer (the name and every rule's knobs; each rule reads
+// the fields it has in its from_config, core/rules/<rule>/), and its knobs (core/knob.hpp): the one list
 // from which the command line makes its flags (cli/mixer_options.hpp) and training writes the mixer's
 // settings into checkpoint.bin and summary.json. One eps serves every denominator (paper: "eps = 1e-4
 // for all denominators"). The defaults are the member initialisers here and in PenaltyOptions.

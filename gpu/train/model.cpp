@@ -2,6 +2,7 @@
 // core/model/transformer.hpp and core/model/mixer.hpp (the CPU reference these are tested against).
 #include "gpu/train/model.hpp"
 
+#include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
@@ -24,31 +25,16 @@ void check_blas(cublasStatus_t s, const char* what) {
 }
 void check_launch(cudaError_t e, const char* what) { check(e, what); }
 
-// Softmax attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
-bool is_softmax(const std::string& m) { return m == "softmax"; }
-
-RecurrentKind kind_of(const std::string& m) {
-  if (m == "vla") return RecurrentKind::Vla;
-  if (m == "linear") return RecurrentKind::Linear;
-  if (m == "deltanet") return RecurrentKind::DeltaNet;
-  throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU training path (allowed on the GPU: vla, linear, deltanet, softmax)", m));
-}
+// The GPU path of the configured mixer, from its rule's GPU trait (core/rules/<rule>/gpu.hpp). Softmax
+// attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
+bool is_softmax(const MixerConfig& c) { return gpu_kernel_of(c).path == GpuPath::Softmax; }
+RecurrentKind kind_of(const MixerConfig& c) { return gpu_kernel_of(c).kind; }
 
 }  // namespace
 
 void validate_gpu_config(const model::ModelConfig& cfg) {
   cfg.validate();
-  if (is_softmax(cfg.mixer.mixer)) {
-    // cuBLAS products: any head width works; the kernels are tested at these.
-    if (cfg.d_head != 16 && cfg.d_head != 32 && cfg.d_head != 64 && cfg.d_head != 128)
-      throw std::invalid_argument(fmt::format("--d-head: {} is not a tested GPU softmax head width (allowed: 16, 32, 64, 128)", cfg.d_head));
-    return;
-  }
-  kind_of(cfg.mixer.mixer);
-  if (cfg.d_head != 16 && cfg.d_head != 32 && cfg.d_head != 64)
-    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU backward kernel (allowed on the GPU: 16, 32, 64)", cfg.d_head));
-  if (cfg.mixer.penalty.policy != DeltaPolicy::Clamp)
-    throw std::invalid_argument("--delta-policy: the GPU kernels implement Algorithm 1's clamp only (allowed: clamp)");
+  gpu_kernel_for(cfg.mixer, cfg.d_head, GpuUse::Training);  // throws naming the flag and what is allowed
 }
 
 struct GpuModel::Impl {
@@ -178,14 +164,7 @@ struct GpuModel::Impl {
   void head_backward();
   void read_state_norms(GpuBatchResult& r);
 
-  RecurrentParams rparams() const {
-    RecurrentParams rp;
-    rp.eps = float(cfg.mixer.penalty.eps);
-    rp.lambda0 = float(cfg.mixer.penalty.lambda0);
-    rp.refresh_period = cfg.mixer.penalty.refresh_period;
-    rp.refresh_eta = float(cfg.mixer.penalty.refresh_eta);
-    return rp;
-  }
+  RecurrentParams rparams() const { return gpu_kernel_of(cfg.mixer).params; }  // the rule's GPU trait
 };
 
 GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
@@ -193,9 +172,9 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   auto& m = *impl_;
   m.cfg = cfg;
   m.stream = stream;
-  m.softmax = is_softmax(cfg.mixer.mixer);
-  if (!m.softmax) m.kind = kind_of(cfg.mixer.mixer);
-  m.gated = m.kind == RecurrentKind::DeltaNet && cfg.mixer.deltanet_gated;
+  m.softmax = is_softmax(cfg.mixer);
+  if (!m.softmax) m.kind = kind_of(cfg.mixer);
+  m.gated = gpu_kernel_of(cfg.mixer).gated;
   std::size_t total = 0;
   for (const auto& t : p.t) {
     m.off.push_back(total);

@@ -1,7 +1,6 @@
 #include "studies/fig4/stability.hpp"
 
 #include "core/io/csv.hpp"
-#include "core/layers/mixer_layer.hpp"
 
 #include <fmt/format.h>
 
@@ -10,41 +9,9 @@
 
 namespace vla::studies {
 
-namespace {
-
-template <class P>
-std::vector<StepStats> trajectory(const StabilityConfig& cfg, const std::string& mixer, std::uint64_t seed) {
-  using S = typename P::storage_t;
-  MixerConfig mc = cfg.base;
-  mc.mixer = mixer;
-  return with_rule<P>(mc, [&](auto rule) {
-    using Rule = decltype(rule);
-    const LayerShape shape{cfg.d_head, cfg.d_head, 1, mc.penalty.rank};
-    // Same q/k/v weights for every mixer: draw every projection any rule needs, then keep the ones
-    // this rule uses.
-    auto w = analysis::protocol_weights<S>(cfg.d_head, seed, mc.penalty.rank);
-    if (!Rule::needs.penalty) w.Wu.resize(0, 0);
-    if (!Rule::needs.gate) w.Wg.resize(0, 0);
-    MixerLayer<Rule> layer(shape, rule, w);
-    LayerTrace trace;
-    layer.forward({cast_matrix<S>(analysis::protocol_inputs(cfg.T, cfg.d_head, seed))}, &trace);
-    return trace.stats;  // B = H = 1: one entry per step
-  });
-}
-
-}  // namespace
-
 StabilityResult run_stability(const StabilityConfig& cfg) {
-  cfg.validate();
   const auto start = std::chrono::steady_clock::now();
-  StabilityResult r{cfg, {}, 0.0};
-  with_precision(cfg.precision, [&](auto p) {
-    using P = decltype(p);
-    for (const auto& m : cfg.mixers) {
-      r.trajectories.emplace_back();
-      for (auto seed : cfg.seeds) r.trajectories.back().push_back(trajectory<P>(cfg, m, seed));
-    }
-  });
+  StabilityResult r{cfg, analysis::protocol_trajectories(cfg, cfg.precision), 0.0};
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

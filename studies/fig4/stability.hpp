@@ -1,7 +1,8 @@
 #pragma once
 // Fig. 4 / Sec. 6.2 of the paper: ||S_t||_F for linear attention, DeltaNet and VLA, and ||A_t||_F for
 // VLA, over T random inputs, at inference with random (untrained) weights, in any precision.
-// Protocol: analysis/random_protocol.hpp, the same as the ledger's norm analysis (analysis/norms.hpp).
+// The run is analysis::protocol_trajectories (analysis/random_protocol.hpp), the one the ledger's norm
+// analysis (analysis/norms.hpp) makes in double.
 #include "analysis/random_protocol.hpp"
 
 #include <filesystem>
@@ -17,7 +18,7 @@ struct StabilityConfig : analysis::RandomProtocol {
 // trajectories[m][s][t]: stats of mixer m, seed s, step t (1-based t stored at index t-1).
 struct StabilityResult {
   StabilityConfig config;
-  std::vector<std::vector<std::vector<StepStats>>> trajectories;
+  analysis::ProtocolTrajectories trajectories;
   double seconds = 0;
 };
 

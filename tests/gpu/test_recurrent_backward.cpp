@@ -1,13 +1,13 @@
 // The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) against the
-// CPU reference backwards in double (gpu/vla_backward_reference.hpp, gpu/delta_backward_reference.hpp,
-// themselves checked against finite differences of the core rules in test_backward_reference.cpp), on fresh random inputs, several shapes, every output poisoned with
-// NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh runs): passes with a warning and
+// core head backward in double (core/model/head.hpp: the rules' own adjoints, core/rules/<rule>/adjoint.hpp,
+// checked against finite differences of the core rules in tests/train/head_backward_test.cpp), on
+// fresh random inputs, several shapes, every output poisoned with NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh runs): passes with a warning and
 // checks nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
+#include "core/model/head.hpp"
+#include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
-#include "gpu/delta_backward_reference.hpp"
 #include "gpu/recurrent_backward.hpp"
-#include "gpu/vla_backward_reference.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -35,7 +35,7 @@ double rel_err(const std::vector<float>& a, const std::vector<double>& b) {
 // Tolerance from fp32, as the forward's: every step is a few d-term dot products (error <= d u,
 // u = 2^-24) and the states carry each step's rounding into all later (and, in the reverse pass,
 // all earlier) steps, so the worst case grows as T d u. The same algorithm run in float on the CPU
-// (vla_backward<float> vs <double>) measures 1e-7 .. 7e-7 at these shapes, far inside it.
+// (the reference in float vs in double) measured 1e-7 .. 7e-7 at these shapes, far inside it.
 double fp32_bound(const Shape& s) { return double(s.T) * s.d * std::ldexp(1.0, -24); }
 
 // (B, H, T, d) buffers: q, k, v, u, dout drawn N(0, 1) from `seed`; returns the four GPU gradients.
@@ -58,6 +58,22 @@ Case random_case(Shape s, std::uint64_t seed) {
   return c;
 }
 
+// The mixer whose rule the kernel implements.
+const char* kind_name(RecurrentKind k) {
+  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
+}
+
+// The kernel's parameters from the rule's GPU trait (core/rules/<rule>/gpu.hpp), as training passes
+// them: the reference (run_reference) is the same rule with the same options.
+vla::gpu::RecurrentParams kernel_params(RecurrentKind kind) {
+  vla::MixerConfig cfg;
+  cfg.mixer = kind_name(kind);
+  const vla::GpuKernel k = vla::gpu_kernel_of(cfg);
+  REQUIRE(k.path == vla::GpuPath::Recurrent);
+  REQUIRE(k.kind == kind);
+  return k.params;
+}
+
 // The gradients as a list: dq, dk, dv, then du (VLA) or dg (DeltaNet; (B, H, T)); linear has three.
 // fwd_ck: the forward kernel runs first and writes the checkpoints into the (NaN-poisoned) workspace,
 // and the backward is told so (x.checkpoints): the training path, pass 1 skipped.
@@ -77,9 +93,9 @@ std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool 
   if (fwd_ck) {
     x.o = o.get();
     x.checkpoints = ws.get();
-    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward launch");
+    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, kernel_params(kind)), "recurrent_forward launch");
   }
-  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, {}, ws.get()), "recurrent_backward launch");
+  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, kernel_params(kind), ws.get()), "recurrent_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
   std::vector<std::vector<float>> r{dq.download(), dk.download(), dv.download()};
@@ -88,31 +104,42 @@ std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool 
   return r;
 }
 
-// The reference on every (b, h) sequence, in double on the same fp32-valued inputs; same list as run_gpu.
+// The core head backward (core/model/head.hpp, the rules' adjoints) on every (b, h) sequence, in double
+// on the same fp32-valued inputs; same list as run_gpu.
 std::vector<std::vector<double>> run_reference(RecurrentKind kind, const Case& c) {
   const Shape s = c.s;
   const std::size_t n = std::size_t(s.T) * s.d;
   std::vector<std::vector<double>> r(kind == RecurrentKind::Linear ? 3 : 4, std::vector<double>(c.in[0].size()));
   if (kind == RecurrentKind::DeltaNet) r[3].resize(c.gate.size());
-  for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
-    std::vector<double> in[5], o, gq, gk, gv, gx;
-    for (int a = 0; a < 5; ++a) in[a].assign(c.in[a].begin() + seq * n, c.in[a].begin() + (seq + 1) * n);
-    const std::vector<double> gate(c.gate.begin() + seq * s.T, c.gate.begin() + (seq + 1) * s.T);
-    if (kind == RecurrentKind::Vla)
-      vla::gpu::ref::vla_backward<double>(s.T, s.d, in[0], in[1], in[2], in[3], in[4], o, gq, gk, gv, gx);
-    else
-      vla::gpu::ref::delta_backward<double>(kind == RecurrentKind::DeltaNet, s.T, s.d, in[0], in[1], in[2], gate, in[4], o,
-                                            gq, gk, gv, gx);
-    std::copy(gq.begin(), gq.end(), r[0].begin() + seq * n);
-    std::copy(gk.begin(), gk.end(), r[1].begin() + seq * n);
-    std::copy(gv.begin(), gv.end(), r[2].begin() + seq * n);
-    if (r.size() > 3) std::copy(gx.begin(), gx.end(), r[3].begin() + seq * gx.size());
-  }
+  vla::MixerConfig cfg;
+  cfg.mixer = kind_name(kind);
+  vla::with_rule<vla::Precision<double>>(cfg, [&](const auto& rule) {
+    using Rule = std::decay_t<decltype(rule)>;
+    for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
+      auto rows = [&](const std::vector<float>& x) {  // sequence seq's (T, d) slice
+        vla::Mat<double> m(s.T, s.d);
+        for (int t = 0; t < s.T; ++t)
+          for (int i = 0; i < s.d; ++i) m(t, i) = double(x[seq * n + std::size_t(t) * s.d + i]);
+        return m;
+      };
+      vla::HeadSequence<double> x;
+      x.q = rows(c.in[0]); x.k = rows(c.in[1]); x.v = rows(c.in[2]);
+      if constexpr (Rule::needs.penalty) x.u = rows(c.in[3]);
+      if constexpr (Rule::needs.gate) {
+        x.g.resize(s.T);
+        for (int t = 0; t < s.T; ++t) x.g(t) = double(c.gate[seq * s.T + t]);
+      }
+      const auto g = vla::model::head_forward_backward(rule, x, rows(c.in[4])).grad;
+      const vla::Mat<double>* out[] = {&g.dq, &g.dk, &g.dv, &g.du};
+      for (int a = 0; a < 3 + int(kind == RecurrentKind::Vla); ++a)
+        for (int t = 0; t < s.T; ++t)
+          for (int i = 0; i < s.d; ++i) r[a][seq * n + std::size_t(t) * s.d + i] = (*out[a])(t, i);
+      if (kind == RecurrentKind::DeltaNet)
+        for (int t = 0; t < s.T; ++t) r[3][seq * s.T + t] = g.dg(t);
+    }
+    return 0;
+  });
   return r;
-}
-
-const char* kind_name(RecurrentKind k) {
-  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
 }
 
 // Bound on the difference between the backward from the forward kernel's checkpoints and the
@@ -138,6 +165,14 @@ void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uin
       bool finite = true;  // every element written (the poison is NaN) and finite
       for (float x : gpu[a]) finite = finite && std::isfinite(x);
       REQUIRE(finite);
+      // The reference is a gradient of the same shape, finite and not zero (a reference that returned
+      // zeros or NaN would make the relative error below meaningless).
+      REQUIRE(ref.size() == gpu.size());
+      REQUIRE(ref[a].size() == gpu[a].size());
+      double ref_sq = 0;
+      for (double x : ref[a]) ref_sq += x * x;
+      REQUIRE(std::isfinite(ref_sq));
+      REQUIRE(ref_sq > 0);
       // A failure means the kernel differentiates a different function than the reference (a wrong
       // adjoint term, a wrong chunk / checkpoint index, a race on a shared matrix), not rounding.
       const double e = rel_err(gpu[a], ref[a]);

@@ -1,5 +1,5 @@
 // The fused forward kernels (gpu/recurrent_forward.cu) against the CPU rules in double precision
-// (core/rules/*.hpp through with_rule<Precision<double>>), on fresh random inputs, several launch
+// (core/rules/<rule>/forward.hpp through with_rule<Precision<double>>), on fresh random inputs, several launch
 // shapes, outputs poisoned with NaN before every run. Tagged [gpu]; passes with a warning and checks
 // nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
 #include "core/rules/registry.hpp"

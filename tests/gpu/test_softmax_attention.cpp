@@ -1,10 +1,9 @@
 // The GPU causal softmax attention (gpu/softmax_attention.cu: cuBLAS products + fused row kernels)
-// against the CPU in double: the forward against the rule itself (core/rules/softmax.hpp through
-// SoftmaxRule<Precision<double>>), the backward against core/model/softmax_backward.hpp in double, on
+// against the CPU in double: the forward against the rule itself (core/rules/softmax/forward.hpp through
+// SoftmaxRule<Precision<double>>), the backward against core/rules/softmax/adjoint.hpp in double, on
 // fresh random inputs at several shapes, with one query chunk and with many (ragged) chunks, every
 // output NaN-poisoned before each run. [gpu] cases pass with a warning where no CUDA device is visible.
-#include "core/model/softmax_backward.hpp"
-#include "core/rules/softmax.hpp"
+#include "core/rules/softmax/rule.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
 #include "gpu/softmax_attention.hpp"
@@ -94,7 +93,7 @@ Outputs run_cpu(const Inputs& in) {
         rule.step(st, hin, out, nullptr);
         for (int i = 0; i < s.d; ++i) r.o[base + std::size_t(t) * s.d + i] = float(out(i, 0));
       }
-      vla::model::softmax_head_backward<double>(q, k, v, dO, dq, dk, dv);
+      vla::softmax_head_backward<double>(q, k, v, dO, dq, dk, dv);
       for (int t = 0; t < s.T; ++t)
         for (int i = 0; i < s.d; ++i) {
           const std::size_t e = base + std::size_t(t) * s.d + i;

@@ -175,7 +175,7 @@ TEST_CASE("layer gradcheck: mixer layer of every rule (double)", "[train]") {
   // X and upstream R; checks dX and every weight of the block. A failure names the rule and the tensor:
   // Wq/bq the read backward (eq. 11), Wk/bk the key path (feature map, unit(), the write), Wv/bv the
   // write's residual, Wu/bu the A-loop (Alg. 1 lines 10-17), Wg/bg the DeltaNet gate, Wo/bo the output
-  // projection; for softmax, softmax_backward.hpp.
+  // projection; for softmax, core/rules/softmax/adjoint.hpp.
   for (const char* m : {"vla", "vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm", "deltanet", "linear", "softmax"})
     check_mixer_layer(mixer(m), std::string("mixer ") + m);
   // The refresh A += eta I (Alg. 1 line 16; period 20 by default, never reached at T = 6) at every 2nd

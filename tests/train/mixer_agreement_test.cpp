@@ -9,7 +9,7 @@
 using namespace vla;
 
 TEST_CASE("model mixer forward equals MixerLayer (double)", "[train]") {
-  for (const std::string name : {"vla", "vla-rls", "deltanet", "linear", "softmax"}) {
+  for (const std::string name : {"vla", "vla-rls", "deltanet", "linear", "softmax", "retnet"}) {
     MixerConfig mc;
     mc.mixer = name;
     model::ModelConfig cfg;
@@ -17,18 +17,13 @@ TEST_CASE("model mixer forward equals MixerLayer (double)", "[train]") {
     auto p = model::check_params_for_agreement(cfg);
     with_rule<Precision<double>>(mc, [&](const auto& rule) {
       using Rule = std::decay_t<decltype(rule)>;
-      MixerWeights<double> w;
-      w.Wq = p.at(0, model::WQ); w.Wk = p.at(0, model::WK); w.Wv = p.at(0, model::WV); w.Wo = p.at(0, model::WO);
-      w.bq = p.at(0, model::BQ).col(0); w.bk = p.at(0, model::BK).col(0); w.bv = p.at(0, model::BV).col(0); w.bo = p.at(0, model::BO).col(0);
-      if (Rule::needs.penalty) { w.Wu = p.at(0, model::WU); w.bu = p.at(0, model::BU).col(0); }
-      if (Rule::needs.gate) { w.Wg = p.at(0, model::WG); w.bg = p.at(0, model::BG).col(0); }
-      MixerLayer<Rule> layer(LayerShape{cfg.d_model, cfg.d_head, cfg.heads, 1}, rule, w);
+      MixerLayer<Rule> layer(LayerShape{cfg.d_model, cfg.d_head, cfg.heads, 1}, rule, model::block_mixer_weights(p, 0));
       std::mt19937_64 gen(3);
       std::normal_distribution<double> nd(0.0, 1.0);
       Mat<double> X(9, cfg.d_model);
       for (Eigen::Index i = 0; i < X.size(); ++i) X(i) = nd(gen);
       const auto Y_ref = layer.forward({X});
-      model::MixerCache<double> cache;
+      model::MixerCache<Rule> cache;
       const Mat<double> Y = model::mixer_forward<double>(rule, p, 0, cfg.heads, cfg.d_head, X, cache);
       // Both compute the same formulas in double; they differ only in the summation order of the
       // projections (GEMM blocking), so the difference is a few ulps of the outputs, amplified through

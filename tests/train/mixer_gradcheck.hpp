@@ -50,17 +50,18 @@ std::vector<model::TensorCheck> mixer_gradcheck(const MixerConfig& mc, const Mix
   Mat<T> X = gauss(s.T, s.d_model);        // (T, d) random input
   const Mat<T> R = gauss(s.T, s.d_model);  // (T, d) random upstream gradient dL/dY
   return with_rule<Precision<T>>(mc, [&](const auto& rule) {
+    using Rule = std::decay_t<decltype(rule)>;
     const int H = s.heads, dh = s.d_head;
     auto loss = [&] {
-      model::MixerCache<T> c;
+      model::MixerCache<Rule> c;
       const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, c);
       return T((R.array() * Y.array()).sum());
     };
-    model::MixerCache<T> cache;
+    model::MixerCache<Rule> cache;
     const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, cache);
     const double mag = to_double(T((R.array() * Y.array()).abs().sum()));
     model::Params<T> g = p.zeros_like();
-    const Mat<T> dX = model::mixer_backward<T>(rule, mc, p, g, 0, H, dh, cache, R);
+    const Mat<T> dX = model::mixer_backward<T>(rule, p, g, 0, H, dh, cache, R);
     std::vector<model::TensorCheck> out;
     out.push_back(model::check_tensor<T>("X", X, dX, loss, mag));
     for (const auto k : kMixerTensors) {

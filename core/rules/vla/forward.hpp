@@ -18,8 +18,12 @@
 //   "vla-no-knorm" no key normalisation, alpha still unit (Table 4).
 //   rank r         penalty.rank = r: W_u gives r directions, each normalised as line 10 (Woodbury).
 #include "core/inverse_penalty_tracker.hpp"
+#include "core/rules/mixer_config.hpp"
 #include "core/rules/normalised_memory.hpp"
 
+#include <fmt/ranges.h>
+
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -52,6 +56,9 @@ struct VlaOptions {
       throw std::invalid_argument(fmt::format("penalty_scale: must be finite and >= 0, got {}", penalty_scale));
   }
 
+  // The named variants (Tables 2, 4, 5), the mixer names of this rule.
+  static constexpr std::array<std::string_view, 5> kVariants{"vla", "vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm"};
+
   // Named variants; throws naming the allowed ones.
   static VlaOptions preset(const std::string& variant) {
     VlaOptions o;
@@ -60,8 +67,7 @@ struct VlaOptions {
     if (variant == "vla-rls") { o.gain = VlaGain::RlsPrior; return o; }
     if (variant == "vla-fixed-a") { o.fixed_A = true; return o; }
     if (variant == "vla-no-knorm") { o.normalise_key = false; return o; }
-    throw std::invalid_argument(fmt::format(
-        "variant: unknown VLA variant '{}' (allowed: vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm)", variant));
+    throw std::invalid_argument(fmt::format("variant: unknown VLA variant '{}' (allowed: {})", variant, fmt::join(kVariants, ", ")));
   }
 };
 
@@ -70,15 +76,37 @@ template <class P> class VlaRule {
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
   using Options = VlaOptions;
-  static constexpr std::string_view name = "vla";
+  static constexpr auto names = VlaOptions::kVariants;  // the mixer names: one per variant
   static constexpr Needs needs{.penalty = true, .gate = false};
+  static constexpr bool recurrent = true;
 
   struct State : NormalisedMemory<P> {  // S and z, plus:
     InversePenaltyTracker<P> tracker;    // A: (B, d, d)
+
+    // The reverse pass needs A_t as well (Alg. 1 lines 12-19); core/model/head_tape.hpp says why it
+    // is stored rather than recomputed.
+    struct Tape : NormalisedMemory<P>::Tape {
+      std::vector<Mat<storage_t>> A;  // n entries, (d_h, d_h): A_t after step t
+      void reserve(int n) {
+        NormalisedMemory<P>::Tape::reserve(n);
+        A.reserve(n);
+      }
+    };
+    void record(Tape& tp) const {
+      NormalisedMemory<P>::record(tp);
+      tp.A.push_back(tracker.A(0));
+    }
   };
 
   VlaRule() = default;
   explicit VlaRule(Options opt) : opt_(std::move(opt)) { opt_.validate(); }
+  // cfg.mixer names the variant; the penalty and memory knobs are the command line's.
+  static VlaRule from_config(const MixerConfig& cfg) {
+    VlaOptions o = VlaOptions::preset(cfg.mixer);
+    o.penalty = cfg.penalty;
+    o.memory = MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold};
+    return VlaRule(o);
+  }
   const Options& options() const { return opt_; }
 
   State init(int batch, int d) const {

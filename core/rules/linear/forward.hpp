@@ -4,7 +4,10 @@
 // S is stored as (d_v, d_k) so that S k reads a value, the orientation of every rule here (the paper
 // writes eq. 3 transposed). The eps floor is eq. (11)'s, shared by every rule of the family.
 // normalise_key writes v_t k_hat_t^T instead (the "normalised linear attention" of Remark 1).
+#include "core/rules/mixer_config.hpp"
 #include "core/rules/normalised_memory.hpp"
+
+#include <array>
 
 namespace vla {
 
@@ -17,13 +20,18 @@ template <class P> class LinearAttentionRule {
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
   using Options = LinearAttentionOptions;
-  static constexpr std::string_view name = "linear";
+  static constexpr std::array<std::string_view, 1> names{"linear"};  // the mixer name
   static constexpr Needs needs{};
+  static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
   LinearAttentionRule() = default;
   explicit LinearAttentionRule(Options opt) : opt_(opt) { opt_.validate(); }
+  static LinearAttentionRule from_config(const MixerConfig& cfg) {
+    return LinearAttentionRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}, false});
+  }
+  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 

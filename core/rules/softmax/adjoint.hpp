@@ -1,14 +1,15 @@
 #pragma once
-// Backward of one head of causal softmax attention (eq. 2), recomputing the attention weights from
-// q, k (the forward keeps no T x T matrix: recomputing P costs one more O(T^2 d) pass, storing it
-// T^2 per head; both are small here, recomputing keeps the tape uniform).
+// Backward of one head of causal softmax attention (forward.hpp, eq. 2) over the whole sequence,
+// recomputing the attention weights from q, k (the forward keeps no T x T matrix: recomputing P costs
+// one more O(T^2 d) pass, storing it T^2 per head; both are small here). Not a step adjoint: every
+// o_t reads every k_s, v_s, s <= t, so the gradients of k_s, v_s are sums over later queries.
 //   P_ts = softmax_s(q_t . k_s / sqrt(d)) (s <= t),  o_t = sum_s P_ts v_s
 //   dv_s += P_ts do_t;  dP_ts = do_t . v_s;  dlogit_ts = P_ts (dP_ts - sum_r P_tr dP_tr)
-#include "core/scalar.hpp"
+#include "core/rules/softmax/forward.hpp"
 
 #include <cmath>
 
-namespace vla::model {
+namespace vla {
 
 template <class T>
 void softmax_head_backward(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& dO, Mat<T>& dq,
@@ -38,4 +39,13 @@ void softmax_head_backward(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, co
   }
 }
 
-}  // namespace vla::model
+// The rule's reverse pass (core/model/head.hpp calls sequence(), not step(): recurrent = false).
+template <class P> struct Adjoint<SoftmaxRule<P>> {
+  using T = typename P::compute_t;
+  Adjoint(const SoftmaxRule<P>&, int) {}
+  void sequence(const HeadSequence<T>& x, const Mat<T>& dO, HeadGrads<T>& g) const {
+    softmax_head_backward<T>(x.q, x.k, x.v, dO, g.dq, g.dk, g.dv);
+  }
+};
+
+}  // namespace vla

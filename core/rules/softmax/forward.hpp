@@ -4,6 +4,9 @@
 // Its "state" is the KV cache, which grows with t; it has no fixed-size memory, so no S, A or
 // Jacobian statistics. The softmax subtracts the running maximum before exponentiating.
 #include "core/rules/memory_rule.hpp"
+#include "core/rules/mixer_config.hpp"
+
+#include <array>
 
 namespace vla {
 
@@ -16,15 +19,22 @@ template <class P> class SoftmaxRule {
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
   using Options = SoftmaxOptions;
-  static constexpr std::string_view name = "softmax";
+  static constexpr std::array<std::string_view, 1> names{"softmax"};  // the mixer name
   static constexpr Needs needs{};
+  static constexpr bool recurrent = false;  // the KV cache grows with t
 
   struct State {
     std::vector<std::vector<Vec<storage_t>>> K, V;  // (B, t, d)
+    // The reverse pass keeps nothing: it recomputes the attention weights from q, k (adjoint.hpp).
+    struct Tape {
+      void reserve(int) {}
+    };
+    void record(Tape&) const {}
   };
 
   SoftmaxRule() = default;
   explicit SoftmaxRule(Options) {}
+  static SoftmaxRule from_config(const MixerConfig&) { return SoftmaxRule(); }
 
   State init(int batch, int) const { return State{std::vector<std::vector<Vec<storage_t>>>(batch), std::vector<std::vector<Vec<storage_t>>>(batch)}; }
 

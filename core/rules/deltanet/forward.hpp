@@ -5,7 +5,10 @@
 // the read of eq. (11), so that DeltaNet and VLA differ only in how they write. beta_t is produced by
 // the layer's gate projection (one scalar per head and token, a learned linear function of x_t);
 // gated = false fixes beta_t = 1 (the "residual correction alone" of Sec. 7.3).
+#include "core/rules/mixer_config.hpp"
 #include "core/rules/normalised_memory.hpp"
+
+#include <array>
 
 namespace vla {
 
@@ -18,13 +21,18 @@ template <class P> class DeltaNetRule {
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
   using Options = DeltaNetOptions;
-  static constexpr std::string_view name = "deltanet";
+  static constexpr std::array<std::string_view, 1> names{"deltanet"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true};
+  static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
   DeltaNetRule() = default;
   explicit DeltaNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+  static DeltaNetRule from_config(const MixerConfig& cfg) {
+    return DeltaNetRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}, cfg.deltanet_gated});
+  }
+  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 

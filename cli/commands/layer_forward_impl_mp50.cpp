@@ -1,6 +1,0 @@
-// layer_forward_cpu for one precision (see layer_forward.hpp): one translation unit each, to keep compile times short.
-#include "cli/commands/layer_forward_impl.hpp"
-
-namespace vla::cli {
-VLA_INSTANTIATE_LAYER_FORWARD(vla::Precision<mp50>);
-}  // namespace vla::cli

@@ -1,0 +1,66 @@
+#pragma once
+// One head of a memory rule over one sequence, forward and backward side by side:
+//   head_forward    the rule's own step (core/rules/<rule>/forward.hpp) for t = 1..n, state reset,
+//                   recording the rule's tape (head_tape.hpp)
+//   head_backward   the reverse pass t = n..1, written once for every rule: Adjoint<Rule>
+//                   (core/rules/<rule>/adjoint.hpp) carries the state's adjoints (dS, dz, dA) from
+//                   step t to t - 1 and gives row t of the gradients
+// on raw per-token inputs: q, k, v (n, d_h), u_raw (n, d_h) and the gate logits g (n) where the rule
+// reads them (memory_rule.hpp, HeadSequence). The model's mixer (mixer.hpp) runs every head through
+// these; the GPU tests compare the CUDA kernels against them in double.
+#include "core/model/head_tape.hpp"
+#include "core/rules/memory_rule.hpp"
+
+namespace vla::model {
+
+// o_t for every token into O (n, d_h); the tape of the run into tape.
+template <class Rule, class T>
+void head_forward(const Rule& rule, const HeadSequence<T>& x, Mat<T>& O, HeadTape<Rule>& tape) {
+  static_assert(std::is_same_v<T, typename Rule::storage_t>);
+  const int n = static_cast<int>(x.q.rows()), d = static_cast<int>(x.q.cols());
+  auto st = rule.init(1, d);
+  tape.reserve(n);
+  O.resize(n, d);
+  HeadInputs<T> in;
+  Mat<T> out;
+  for (int t = 0; t < n; ++t) {
+    in.q = x.q.row(t).transpose();  // (d_h, 1)
+    in.k = x.k.row(t).transpose();
+    in.v = x.v.row(t).transpose();
+    if constexpr (Rule::needs.penalty) in.u = x.u.row(t).transpose();
+    if constexpr (Rule::needs.gate) in.gate = Vec<T>::Constant(1, x.g(t));
+    rule.step(st, in, out, nullptr);
+    O.row(t) = out.col(0).transpose();
+    st.record(tape);
+  }
+}
+
+// dL/d of every input of x from dO (n, d_h) = dL/do_t and the forward's tape.
+template <class Rule, class T>
+HeadGrads<T> head_backward(const Rule& rule, const HeadSequence<T>& x, const HeadTape<Rule>& tape, const Mat<T>& dO) {
+  static_assert(std::is_same_v<T, typename Rule::storage_t> && std::is_same_v<T, typename Rule::compute_t>,
+                "the reverse pass runs in one scalar type: storage = compute");
+  const int n = static_cast<int>(x.q.rows()), d = static_cast<int>(x.q.cols());
+  HeadGrads<T> g(n, d);
+  Adjoint<Rule> adj(rule, d);  // the adjoints of the state after the last token: zero
+  if constexpr (Rule::recurrent) {
+    for (int t = n - 1; t >= 0; --t) adj.step(t, x, tape, dO, g);
+  } else {
+    adj.sequence(x, dO, g);
+  }
+  return g;
+}
+
+// Both, for a caller that has the raw inputs and dL/do (the GPU tests' reference, the gradient checks).
+template <class T> struct HeadResult {
+  Mat<T> O;      // (n, d_h) the forward's outputs
+  HeadGrads<T> grad;
+};
+template <class Rule, class T> HeadResult<T> head_forward_backward(const Rule& rule, const HeadSequence<T>& x, const Mat<T>& dO) {
+  Mat<T> O;
+  HeadTape<Rule> tape;
+  head_forward(rule, x, O, tape);
+  return {std::move(O), head_backward(rule, x, tape, dO)};
+}
+
+}  // namespace vla::model

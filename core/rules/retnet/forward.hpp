@@ -1,0 +1,87 @@
+#pragma once
+// RetNet's retention in its scalar form (Sun et al. 2023; seed 004, sec. 5.2, "Definition (RetNet
+// Retention)"):
+//   S_t = gamma S_{t-1} + k_t^T v_t,   o_t = q_t S_t          (row vectors, as the seed writes them)
+// with a constant decay gamma in (0, 1), the same at every step and for every input. S is stored as
+// (d_v, d_k) like every rule here, so in column vectors S_t = gamma S_{t-1} + v_t k_t^T, o_t = S_t q_t.
+// Unrolled (the seed's parallel form O = (Q K^T . D) V, D_ts = gamma^(t-s) for s <= t):
+//   o_t = sum_{s<=t} gamma^(t-s) (k_s . q_t) v_s.
+// RetNet reads as the seed defines it, NOT by the eq. (11) normalised read the paper's rules share:
+// q and k enter raw (no feature map phi, no running key sum z, no denominator). The seed's GroupNorm
+// (its Fig. 3a) acts on the layer's output, outside the recurrence, and is not part of the rule.
+// The seed gives each head its own gamma_h = 1 - 2^-(5+h); a rule here has one gamma for all heads
+// (a step does not know its head), the seed's first head's by default.
+#include "core/memory_matrix_manager.hpp"
+#include "core/rules/memory_rule.hpp"
+#include "core/rules/mixer_config.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+namespace vla {
+
+struct RetNetOptions {
+  double gamma = 1.0 - 1.0 / 32;  // the decay, 1 - 2^-5 (seed 004 sec. 5.2, head h = 0)
+  void validate() const {
+    if (!(gamma > 0.0 && gamma < 1.0))
+      throw std::invalid_argument(fmt::format("gamma: RetNet's decay must lie in (0, 1), got {}", gamma));
+  }
+};
+
+template <class P> class RetNetRule {
+ public:
+  using storage_t = typename P::storage_t;
+  using compute_t = typename P::compute_t;
+  using Options = RetNetOptions;
+  static constexpr std::array<std::string_view, 1> names{"retnet"};  // the mixer name
+  static constexpr Needs needs{};
+  static constexpr bool recurrent = true;
+
+  struct State {
+    MemoryMatrixManager<P> memory;  // S: (B, d, d), (d_v, d_k) per sequence
+    // The reverse pass reads S_t (dq_t = S_t^T do_t); the write's adjoint reads no state: S_t alone.
+    struct Tape {
+      std::vector<Mat<storage_t>> S;  // n entries, (d_h, d_h): S_t after step t
+      void reserve(int n) { S.reserve(n); }
+    };
+    void record(Tape& tp) const { tp.S.push_back(memory.S(0)); }
+  };
+
+  RetNetRule() = default;
+  explicit RetNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+  static RetNetRule from_config(const MixerConfig& cfg) {
+    if (cfg.renormalise_S)
+      throw std::invalid_argument("--renormalise: retnet has no S renormalisation (its decay gamma < 1 bounds S)");
+    return RetNetRule();
+  }
+  const Options& options() const { return opt_; }
+
+  State init(int batch, int d) const { return State{MemoryMatrixManager<P>(batch, d, d)}; }
+
+  void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
+    using C = compute_t;
+    const int B = static_cast<int>(in.k.cols());
+    const int d = static_cast<int>(in.k.rows());
+    const C gamma = scalar_cast<C>(opt_.gamma);
+    out.resize(d, B);
+    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
+    for (int b = 0; b < B; ++b) {
+      const Vec<C> k = cast_vector<C>(Vec<storage_t>(in.k.col(b)));
+      const Vec<C> v = cast_vector<C>(Vec<storage_t>(in.v.col(b)));
+      st.memory.S(b) = cast_matrix<storage_t>(Mat<C>(gamma * cast_matrix<C>(st.memory.S(b)) + v * k.transpose()));  // S_t
+      out.col(b) = cast_vector<storage_t>(Vec<C>(cast_matrix<C>(st.memory.S(b)) * cast_vector<C>(Vec<storage_t>(in.q.col(b)))));  // o_t = S_t q_t
+      if (rec) {
+        rec->stats[b].S_fro = st.memory.frobenius_norm(b);
+        rec->writes[b] = WriteRecord<C>{k, Vec<C>(), gamma};  // no residual read: dS_t/dS_{t-1} = gamma I
+      }
+    }
+  }
+
+ private:
+  Options opt_;
+};
+
+}  // namespace vla

@@ -1,0 +1,79 @@
+// The rules' GPU traits (core/rules/<rule>/gpu.hpp) and the one check of the GPU's limits
+// (core/rules/gpu_support.hpp): which mixer runs on which CUDA path, the kernel parameters each rule
+// derives from its options, and the errors naming the flag. No device needed: the trait is plain C++.
+#include "core/rules/gpu_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace vla;
+
+static MixerConfig named(const std::string& m) { MixerConfig c; c.mixer = m; return c; }
+
+TEST_CASE("GPU trait: each mixer's CUDA path", "[gpu-trait]") {
+  // Algorithm 1 and the two baselines have a fused recurrent kernel, softmax the softmax path, the
+  // VLA variants none. A failure means a mixer would run on a kernel computing another recurrence.
+  CHECK(gpu_kernel_of(named("vla")).path == GpuPath::Recurrent);
+  CHECK(gpu_kernel_of(named("vla")).kind == gpu::RecurrentKind::Vla);
+  CHECK(gpu_kernel_of(named("linear")).kind == gpu::RecurrentKind::Linear);
+  CHECK(gpu_kernel_of(named("deltanet")).kind == gpu::RecurrentKind::DeltaNet);
+  CHECK(gpu_kernel_of(named("softmax")).path == GpuPath::Softmax);
+  for (const char* m : {"vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm"}) {
+    INFO(m);
+    CHECK(gpu_kernel_of(named(m)).path == GpuPath::None);
+  }
+  CHECK(gpu_mixer_names(GpuUse::Training) == "vla, linear, deltanet, softmax");
+  CHECK(gpu_mixer_names(GpuUse::LayerForward) == "vla, linear, deltanet");
+  // Analysis-only configurations of the rules have no kernel either.
+  LinearAttentionOptions normalised;
+  normalised.normalise_key = true;
+  CHECK(gpu_kernel(LinearAttentionRule<Precision<float>>(normalised)).path == GpuPath::None);
+  VlaOptions key = VlaOptions::preset("vla");
+  key.penalty_source = PenaltySource::Key;
+  CHECK(gpu_kernel(VlaRule<Precision<float>>(key)).path == GpuPath::None);
+}
+
+TEST_CASE("GPU trait: kernel parameters come from the rule's options", "[gpu-trait]") {
+  MixerConfig c = named("vla");
+  c.penalty.eps = 2e-3;
+  c.penalty.lambda0 = 0.5;
+  c.penalty.refresh_period = 7;
+  c.penalty.refresh_eta = 4e-3;
+  const gpu::RecurrentParams p = gpu_kernel_for(c, 32, GpuUse::Training).params;
+  CHECK(p.eps == 2e-3f);
+  CHECK(p.lambda0 == 0.5f);
+  CHECK(p.refresh_period == 7);
+  CHECK(p.refresh_eta == 4e-3f);
+  c.mixer = "deltanet";
+  CHECK(gpu_kernel_for(c, 32, GpuUse::LayerForward).params.eps == 2e-3f);
+  CHECK(gpu_kernel_of(c).gated);
+  c.deltanet_gated = false;
+  CHECK_FALSE(gpu_kernel_of(c).gated);
+  // The defaults are the kernels' own (Algorithm 1's), so a default-built launch matches the rule.
+  const gpu::RecurrentParams d = gpu_kernel_of(named("vla")).params, k{};
+  CHECK(d.eps == k.eps);
+  CHECK(d.lambda0 == k.lambda0);
+  CHECK(d.refresh_period == k.refresh_period);
+  CHECK(d.refresh_eta == k.refresh_eta);
+}
+
+TEST_CASE("GPU limits are refused naming the flag and what is allowed", "[gpu-trait]") {
+  CHECK_THROWS_WITH(gpu_kernel_for(named("vla-v2"), 32, GpuUse::Training),
+                    Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet, softmax"));
+  CHECK_THROWS_WITH(gpu_kernel_for(named("softmax"), 32, GpuUse::LayerForward),
+                    Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet"));
+  CHECK_THROWS_WITH(gpu_kernel_for(named("vla"), 128, GpuUse::Training), Catch::Contains("--d-head") && Catch::Contains("16, 32, 64"));
+  CHECK_NOTHROW(gpu_kernel_for(named("vla"), 128, GpuUse::LayerForward));
+  CHECK_NOTHROW(gpu_kernel_for(named("softmax"), 128, GpuUse::Training));
+  CHECK_THROWS_WITH(gpu_kernel_for(named("linear"), 24, GpuUse::LayerForward),
+                    Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 128"));
+  MixerConfig c = named("vla");
+  c.penalty.rank = 2;
+  CHECK_THROWS_WITH(gpu_kernel_for(c, 32, GpuUse::LayerForward), Catch::Contains("--rank"));
+  c = named("vla");
+  c.penalty.policy = DeltaPolicy::SkipAddEps;
+  CHECK_THROWS_WITH(gpu_kernel_for(c, 32, GpuUse::LayerForward), Catch::Contains("--delta-policy") && Catch::Contains("clamp"));
+  c = named("linear");
+  c.renormalise_S = true;
+  c.renorm_threshold = 10.0;
+  CHECK_THROWS_WITH(gpu_kernel_for(c, 32, GpuUse::LayerForward), Catch::Contains("--renormalise"));
+}
