@@ -3,7 +3,8 @@
 #   make test   build and run the CPU test suite through ctest (labels: fast; slow and gpu are skipped)
 # Other targets: deps, build, sanitize (ASan+UBSan test suite in build-asan/), test-slow, clean,
 # fuzz (libFuzzer on the .npy reader, then on the checkpoint reader, FUZZ_SECONDS each, clang, in build-fuzz/;
-# not part of the build).
+# not part of the build), notebooks (runs the literate C++ notebooks of notebooks-cpp/ at full size, Markdown
+# into reports/notebooks/).
 BUILD    ?= build
 ASAN     ?= build-asan
 FUZZ     ?= build-fuzz
@@ -16,7 +17,9 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build run test sanitize test-slow fuzz clean
+NOTEBOOKS := $(filter-out render,$(basename $(notdir $(wildcard notebooks-cpp/*.cpp))))
+
+.PHONY: all deps configure build run test sanitize test-slow fuzz notebooks clean
 all: build
 
 deps:
@@ -67,6 +70,9 @@ fuzz:
 	  $(FUZZ)/corpus/npy $(FUZZ)/seeds/npy
 	$(FUZZ)/bin/checkpoint_fuzzer $(FUZZ_OPTIONS) -dict=tests/fuzz/libfuzzer/checkpoint.dict \
 	  -artifact_prefix=$(FUZZ)/checkpoint- $(FUZZ)/corpus/checkpoint $(FUZZ)/seeds/checkpoint
+
+notebooks: build
+	for n in $(NOTEBOOKS); do $(BUILD)/bin/nb_render notebooks-cpp/$$n.cpp $(BUILD)/bin/nb_$$n reports/notebooks/$$n.md || exit 1; done
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ)

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -37,7 +38,7 @@ std::vector<ClaimResult> run_claims(const ClaimsConfig& cfg) {
     ClaimResult r{c.id, c.source, c.paper_says, c.tolerance, "", Verdict::NotRun, "", {}, 0.0};
     const bool selected = cfg.only.empty() || std::find(cfg.only.begin(), cfg.only.end(), c.id) != cfg.only.end();
     if (!c.measure) {
-      r.measured = "needs training (filled by the training and study issues)";
+      if (!read_study_verdicts(cfg, c.studies, r)) r.measured = "needs training (filled by the training and study issues)";
     } else if (!selected) {
       r.measured = "not selected (--only)";
     } else {
@@ -50,7 +51,51 @@ std::vector<ClaimResult> run_claims(const ClaimsConfig& cfg) {
   return out;
 }
 
+bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>& studies, ClaimResult& r) {
+  std::vector<std::string> parts;
+  int held = 0, failed = 0, decided = 0;
+  bool quick = false;
+  std::vector<std::string> ran;
+  for (const auto& id : studies) {
+    const auto path = cfg.out_dir / id / "verdict.json";
+    if (!std::filesystem::exists(path)) {
+      parts.push_back(fmt::format("study {}: not run", id));
+      continue;
+    }
+    std::ifstream in(path);
+    nlohmann::json v;
+    try {
+      v = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(fmt::format("'{}' is not a study verdict: {}", path.string(), e.what()));
+    }
+    const std::string verdict = v.value("verdict", "not-run");
+    const bool q = v.value("quick", false);
+    const auto prov = v.value("provenance", nlohmann::json::object());
+    parts.push_back(fmt::format("study {}: {}{} ({} of {} comparisons hold; {} runs on {}; git {}, {}){}", id, verdict,
+                                q ? " (QUICK smoke-size run, not the paper-size result)" : "", v.value("held", 0), v.value("total", 0),
+                                v.value("runs", 0), v.value("device", "?"), prov.value("git", "?"), prov.value("utc", "?"),
+                                v.value("blocked", 0) ? fmt::format("; {} runs not expressible", v.value("blocked", 0)) : ""));
+    ran.push_back(id);
+    if (verdict == "not-run") continue;
+    ++decided;
+    held += verdict == "holds";
+    failed += verdict == "fails";
+    quick = quick || q;
+  }
+  if (ran.empty()) return false;
+  r.verdict = decided == 0 ? Verdict::NotRun : held == decided ? Verdict::Holds : failed == decided ? Verdict::Fails : Verdict::Partial;
+  r.quick = quick;
+  r.studies = ran;
+  r.tolerance = fmt::format("each study's own (its section.md): {}", fmt::join(studies, ", "));
+  r.measured = fmt::format("{}", fmt::join(parts, "; "));
+  for (const auto& id : ran) r.artifacts.push_back(id + "/section.md");
+  return true;
+}
+
 namespace {
+std::string verdict_label(const ClaimResult& c) { return verdict_name(c.verdict) + (c.quick ? " (quick)" : ""); }
+
 std::string md_cell(std::string s) {
   std::string o;
   for (char ch : s) {
@@ -65,7 +110,7 @@ std::string md_cell(std::string s) {
 std::string claims_table(const std::vector<ClaimResult>& r) {
   std::string s = fmt::format("{:<24} {:<9} {}\n", "claim", "verdict", "measured");
   for (const auto& c : r) {
-    s += fmt::format("{:<24} {:<9} {}\n", c.id, verdict_name(c.verdict), c.measured);
+    s += fmt::format("{:<24} {:<9} {}\n", c.id, verdict_label(c), c.measured);
     if (!c.counterexample.empty()) s += fmt::format("{:<24} {:<9} counterexample: {}\n", "", "", c.counterexample);
   }
   return s;
@@ -78,14 +123,14 @@ std::string claims_markdown(const ClaimsConfig& cfg, const std::vector<ClaimResu
                    "against the tolerance stated in the table (analysis/claims_registry.cpp); see docs/analysis.md.\n\n",
                    cfg.quick ? " --quick" : "", prov.value("git", "?"), prov.value("host", "?"), prov.value("utc", "?"));
   std::map<std::string, int> counts;
-  for (const auto& c : r) counts[verdict_name(c.verdict)]++;
+  for (const auto& c : r) counts[verdict_label(c)]++;
   s += "Summary:";
   for (const auto& [k, v] : counts) s += fmt::format(" {} {};", v, k);
   s += "\n\n| id | source | the paper says | tolerance | measured | verdict | counterexample |\n";
   s += "|---|---|---|---|---|---|---|\n";
   for (const auto& c : r)
     s += fmt::format("| `{}` | {} | {} | {} | {} | **{}** | {} |\n", c.id, md_cell(c.source), md_cell(c.paper_says),
-                     md_cell(c.tolerance), md_cell(c.measured), verdict_name(c.verdict), md_cell(c.counterexample));
+                     md_cell(c.tolerance), md_cell(c.measured), verdict_label(c), md_cell(c.counterexample));
   s += "\n## Plots\n\n";
   for (const auto& c : r)
     for (const auto& a : c.artifacts)
@@ -99,10 +144,15 @@ std::string claims_json(const ClaimsConfig& cfg, const std::vector<ClaimResult>&
   j["generator"] = cfg.quick ? "vla claims --quick" : "vla claims";
   j["provenance"] = prov;
   j["claims"] = nlohmann::json::array();
-  for (const auto& c : r)
+  for (const auto& c : r) {
     j["claims"].push_back({{"id", c.id}, {"source", c.source}, {"paper_says", c.paper_says},
                            {"tolerance", c.tolerance}, {"measured", c.measured}, {"verdict", verdict_name(c.verdict)},
                            {"counterexample", c.counterexample}, {"artifacts", c.artifacts}, {"seconds", c.seconds}});
+    if (!c.studies.empty()) {  // decided by studies: which, and whether a --quick run (keys absent otherwise)
+      j["claims"].back()["studies"] = c.studies;
+      j["claims"].back()["quick"] = c.quick;
+    }
+  }
   return j.dump(2) + "\n";
 }
 

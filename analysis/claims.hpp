@@ -6,7 +6,9 @@
 // Stable ids (used by everything downstream): prop1-bounded-state, prop2-unit-jacobian,
 // cor-gradient-flow, prop3-exact-recovery, table2-jacobian-norms, fig4-state-norms,
 // fig4-A-norm-decay, sec72-orthogonal-write, remark1-reduction, precision-fp16-bf16, and the
-// training claims (registered not-run: they need trained models, which the ledger does not train).
+// training claims (they need trained models, which the ledger does not train: each names the studies
+// that decide it, studies/<id>/, and takes its verdict from their <out_dir>/<id>/verdict.json when they
+// have run, labelled as a --quick run when it is one; not-run otherwise).
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -30,6 +32,8 @@ struct ClaimResult {
   std::string counterexample;  // for fails / partial: the smallest case found
   std::vector<std::string> artifacts;  // plots and CSVs, relative to out_dir
   double seconds = 0;
+  bool quick = false;                  // decided by a --quick (smoke-size) study run: not the paper-size result
+  std::vector<std::string> studies{};  // the studies whose verdict.json decided it (training claims)
 };
 
 // Context shared by the claims' measurements (analyses are computed once and reused).
@@ -37,9 +41,15 @@ struct ClaimsContext;
 
 struct Claim {
   std::string id, source, paper_says, tolerance;
-  // Empty for claims that need training: registered with verdict not-run.
+  // Empty for claims that need training: decided by `studies` (not-run until one of them has run).
   std::function<void(ClaimsContext&, ClaimResult&)> measure;
+  std::vector<std::string> studies{};  // training claims: the studies (studies/<id>/) whose verdicts decide it
 };
+
+// The verdict of the linked studies, read from <out_dir>/<id>/verdict.json (written by `vla study run`):
+// holds if every study that has run holds, fails if every one fails, partial otherwise; quick if any of
+// them was a --quick run. Returns false (r untouched) when none of them has run.
+bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>& studies, ClaimResult& r);
 
 const std::vector<Claim>& claim_registry();
 std::vector<ClaimResult> run_claims(const ClaimsConfig& cfg);

@@ -374,14 +374,17 @@ const std::vector<Claim>& claim_registry() {
       {"precision-fp16-bf16", "001 Precision Requirements",
        "updates must be float32; bf16 or fp16 lead to catastrophic instability through A_t",
        "catastrophic = non-finite, A not PD, or output error >= 10% vs mp50; float must stay < 1e-3. partial = some of three", precision},
-      {"fig5-mqar-capacity", "000 Fig. 5, Tables 9, 11", "MQAR accuracy vs n_pairs: VLA 1.000 for n <= 24, DeltaNet collapses to 0.010", "needs training", {}},
-      {"fig6-long-context", "000 Fig. 6", "n = 8, T up to 512: VLA 1.000 at all T", "needs training", {}},
-      {"fig7-copy-task", "000 Fig. 7, Table 7", "copy task: all four models reach 100% by step ~150", "needs training", {}},
-      {"fig8-overload", "000 Fig. 8, Table 10", "overload n in {32, 48}: VLA 62% at the capacity boundary", "needs training", {}},
-      {"fig9-ood-keys", "000 Fig. 9, Table 13", "OOD key generalisation", "needs training", {}},
-      {"table4-ablations", "000 Table 4", "ablations at n_pairs = 16, d = 128, H = 4", "needs training", {}},
-      {"table8-mqar-logs", "000 Table 8", "VLA MQAR training logs n in {8, 16, 24}", "needs training", {}},
-      {"table12-steps", "000 Table 12", "n = 24 accuracy, 2000 vs 1000 steps", "needs training", {}},
+      // Training claims: decided by the studies named last (studies/<id>/, `vla study run`).
+      {"fig5-mqar-capacity", "000 Fig. 5, Tables 9, 11", "MQAR accuracy vs n_pairs: VLA 1.000 for n <= 24, DeltaNet collapses to 0.010", "needs training", {},
+       {"fig5-mqar-capacity", "table9-per-seed", "table11-capacity-curve"}},
+      {"fig6-long-context", "000 Fig. 6", "n = 8, T up to 512: VLA 1.000 at all T", "needs training", {}, {"fig6-mqar-long-context"}},
+      {"fig7-copy-task", "000 Fig. 7, Table 7", "copy task: all four models reach 100% by step ~150", "needs training", {}, {"fig7-copy"}},
+      {"fig8-overload", "000 Fig. 8, Table 10", "overload n in {32, 48}: VLA 62% at the capacity boundary", "needs training", {},
+       {"fig8-overload", "table10-capacity-boundary"}},
+      {"fig9-ood-keys", "000 Fig. 9, Table 13", "OOD key generalisation", "needs training", {}, {"fig9-ood"}},
+      {"table4-ablations", "000 Table 4", "ablations at n_pairs = 16, d = 128, H = 4", "needs training", {}, {"table4-ablation"}},
+      {"table8-mqar-logs", "000 Table 8", "VLA MQAR training logs n in {8, 16, 24}", "needs training", {}, {"table8-vla-training-logs"}},
+      {"table12-steps", "000 Table 12", "n = 24 accuracy, 2000 vs 1000 steps", "needs training", {}, {"table12-steps-effect"}},
   };
   return reg;
 }

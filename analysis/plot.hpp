@@ -33,6 +33,13 @@ inline PlotSpec plot_spec(std::string title, std::string xlabel, std::string yla
 }
 
 bool gnuplot_available();
+// A string as a gnuplot string literal (double quotes, backslash-escaped).
+std::string gnuplot_quote(const std::string& s);
+// Writes `script` to gp (atomically) and runs gnuplot on it in gp's folder; the note names png, or says
+// why it was not drawn (no gnuplot: csv and gp are still there). plot_csv ends here; scripts it cannot
+// express (heat maps, labels) come here directly.
+std::string run_gnuplot(const std::filesystem::path& gp, const std::string& script, const std::filesystem::path& csv,
+                        const std::filesystem::path& png);
 // Writes <png without .png>.gp, runs it; returns a one-line note ("" on success is never: it names the PNG).
 std::string plot_csv(const std::filesystem::path& csv, const std::filesystem::path& png, const PlotSpec& spec);
 

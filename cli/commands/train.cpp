@@ -8,10 +8,8 @@
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
+#include "cli/training_device.hpp"
 #include "core/train/trainer.hpp"
-#ifdef VLA_HAVE_CUDA
-#include "gpu/train/trainer.hpp"
-#endif
 
 #include <fmt/format.h>
 
@@ -34,16 +32,6 @@ struct Args {
   std::vector<std::uint64_t> seeds;  // several runs: --mixers x --seeds
   std::vector<std::string> mixers;
 };
-
-vla::train::Device device_named(const std::string& name) {
-  if (name == "cpu") return vla::train::cpu_device();
-  if (name != "cuda") throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda)", name));
-#ifdef VLA_HAVE_CUDA
-  return vla::gpu::train::cuda_device();
-#else
-  throw std::invalid_argument("--device: cuda is not available, this build has no CUDA path (nvcc was not found)");
-#endif
-}
 
 // The runs of --mixers x --seeds (either defaulting to --mixer, --seed) and their folders OUT/<mixer>_seed<S>.
 void plan_runs(const Args& a, const fs::path& out, std::vector<vla::train::TrainConfig>& cfgs, std::vector<fs::path>& dirs) {
@@ -113,7 +101,7 @@ const vla::cli::RegisterCommand reg{
           // vla::train::resume refuses, naming --device).
           if (dev->count() == 0) a->device = vla::train::checkpoint_device(dirs.front());
         }
-        const vla::train::Device device = device_named(a->device);
+        const vla::train::Device device = vla::cli::training_device(a->device);
         vla::train::RunOptions ro;
         ro.threads = a->threads;
         ro.stop_after = a->stop_after;

@@ -1,0 +1,181 @@
+// `vla study list` and `vla study run ID...|all`: the paper's figures and tables as studies
+// (studies/study.hpp, docs/studies.md). A run trains what its studies need through the shared run store
+// (OUT/runs by default: a run finished once is never trained again), then writes OUT/<id>/ for each study.
+// Progress and the ETA go to stderr; SIGINT stops after the current step of every run, resumably (run the
+// same command again).
+#include "cli/command.hpp"
+#include "cli/train_options.hpp"
+#include "cli/training_device.hpp"
+#include "studies/runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+namespace {
+
+struct Args {
+  std::vector<std::string> ids;
+  vla::studies::StudyOptions opt;
+  std::string store;
+  int threads = 0;
+  int cpu_threads = 0;
+  int concurrent = 16;
+  bool gpu_only = false;
+};
+
+std::string command_line(const Args& a) {
+  std::string s = "vla study run";
+  for (const auto& id : a.ids) s += " " + id;
+  if (a.opt.quick) s += " --quick";
+  if (a.gpu_only) s += " --gpu-only";
+  if (!a.opt.recipe_pairs.empty()) s += fmt::format(" --pairs {}", fmt::join(a.opt.recipe_pairs, ","));
+  s += " --device " + a.opt.device;
+  if (!a.opt.seeds.empty()) s += fmt::format(" --seeds {}", fmt::join(a.opt.seeds, ","));
+  s += " --out " + a.opt.out.string();
+  return s;
+}
+
+void list() {
+  vla::studies::StudyOptions full, quick;
+  quick.quick = true;
+  fmt::print("{:<28} {:>11} {:>11}  {}\n", "study", "runs (full)", "runs (quick)", "paper source / claims");
+  for (const auto& s : vla::studies::study_registry()) {
+    const auto pf = s.plan ? s.plan(full) : vla::studies::Plan{};
+    const auto pq = s.plan ? s.plan(quick) : vla::studies::Plan{};
+    fmt::print("{:<28} {:>11} {:>11}  {}{}\n", s.id, pf.runs.size(), pq.runs.size(), s.source,
+               vla::studies::claims_of(s.id).empty() ? "" : fmt::format(" [claim {}]", fmt::join(vla::studies::claims_of(s.id), ", ")));
+    if (!pf.blocked.empty()) fmt::print("{:<28} {:>11} {:>11}  not expressible: {}\n", "", "", "", pf.blocked.front().reason);
+  }
+  fmt::print("(equal runs are shared: the union over studies is smaller than the sum)\n");
+}
+
+// The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
+// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as gpu/train states
+// them (vla, linear, deltanet, softmax; d_h 16, 32, 64, softmax also 128).
+void plan(const Args& a) {
+  vla::studies::StudyOptions o = a.opt;
+  o.store = a.store;
+  std::vector<vla::train::TrainConfig> all;
+  std::vector<std::string> ids = a.ids;
+  if (std::find(ids.begin(), ids.end(), "all") != ids.end()) {
+    ids.clear();
+    for (const auto& s : vla::studies::study_registry()) ids.push_back(s.id);
+  }
+  const vla::studies::RunStore store(o.store_root());
+  std::map<std::string, vla::train::TrainConfig> distinct;
+  std::size_t asked = 0;
+  for (const auto& id : ids) {
+    const auto& s = vla::studies::find_study(id, "ID");
+    if (!s.plan) continue;
+    for (const auto& c : s.plan(o).runs) {
+      distinct.emplace(vla::studies::RunStore::key(c), c);
+      ++asked;
+    }
+  }
+  std::function<bool(const vla::train::TrainConfig&)> on_gpu = [](const vla::train::TrainConfig& c) {
+    const bool softmax = c.model.mixer.mixer == "softmax";
+    const bool kernel = softmax || c.model.mixer.mixer == "vla" || c.model.mixer.mixer == "linear" || c.model.mixer.mixer == "deltanet";
+    const int d = c.model.d_head;
+    return kernel && (d == 16 || d == 32 || d == 64 || (softmax && d == 128));
+  };
+#ifdef VLA_HAVE_CUDA
+  const auto dev = vla::cli::training_device("cuda");
+  on_gpu = [dev](const vla::train::TrainConfig& c) {
+    try {
+      dev.check(c);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+#endif
+  const int cpu_threads = a.opt.device == "cpu" ? (a.threads ? a.threads : int(std::thread::hardware_concurrency()))
+                                                : (a.cpu_threads ? a.cpu_threads : 8);
+  double gpu_s = 0, cpu_s = 0, steps = 0;
+  int gpu_runs = 0, cpu_runs = 0, done = 0;
+  for (const auto& [key, c] : distinct) {
+    const bool gpu = a.opt.device == "cuda" && on_gpu(c);
+    if (a.opt.device == "cuda" && !gpu && a.gpu_only) continue;
+    const bool finished = vla::studies::read_outcome(c, store.path(c, gpu ? "cuda" : "cpu")).status !=
+                          vla::studies::RunOutcome::Status::Interrupted;
+    if (finished) { ++done; continue; }
+    steps += c.steps;
+    if (gpu) { ++gpu_runs; gpu_s += vla::studies::estimated_seconds(c, "cuda"); }
+    else { ++cpu_runs; cpu_s += vla::studies::estimated_seconds(c, "cpu", cpu_threads); }
+  }
+  fmt::print("{} runs asked for by {} studies, {} distinct, {} already finished in {}\n", asked, ids.size(), distinct.size(), done,
+             o.store_root().string());
+  fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
+  if (a.opt.device == "cuda")
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the H100 rate measured with 12-16 runs at once (more runs at once do not raise it)\n", gpu_runs, gpu_s);
+  fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads (one run at a time{})\n", cpu_runs, cpu_s, cpu_threads,
+             a.opt.device == "cuda" ? ", beside the GPU's" : "");
+  fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
+}
+
+const vla::cli::RegisterCommand reg{
+    "study", "The paper's figures and tables as studies: list, run (docs/studies.md)", [](CLI::App& app) {
+      app.require_subcommand(1);
+      auto* l = app.add_subcommand("list", "every study: id, runs at full and quick size, the paper's source, the claims it decides");
+      l->final_callback([] { list(); });
+      auto a = std::make_shared<Args>();
+      auto* pl = app.add_subcommand("plan", "the distinct runs `run` would train (ids or all), where, and a rough time");
+      pl->add_option("ids", a->ids, "study ids or all")->required();
+      pl->add_flag("--quick", a->opt.quick, "plan the --quick size");
+      pl->add_option("--device", a->opt.device, "cpu | cuda")->capture_default_str();
+      pl->add_option("--seeds", a->opt.seeds, "seeds for every study")->delimiter(',');
+      pl->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n")->delimiter(',');
+      pl->add_flag("--gpu-only", a->gpu_only, "cuda: leave out the runs the GPU has no kernel for");
+      pl->add_option("--out", a->opt.out, "output folder (its run store is checked for finished runs)")->capture_default_str();
+      pl->add_option("--store", a->store, "run store (default OUT/runs)");
+      pl->add_option("--threads", a->threads, "CPU threads (cpu device)")->capture_default_str();
+      pl->add_option("--cpu-threads", a->cpu_threads, "cuda: CPU threads of the runs the GPU has no kernel for (0: 8)")->capture_default_str();
+      pl->final_callback([a] { plan(*a); });
+      auto* r = app.add_subcommand("run", "run studies (ids or all): train what they need, write OUT/<id>/ (section.md, verdict.json, "
+                                          "data/, plots/)");
+      r->add_option("ids", a->ids, "study ids (vla study list) or all")->required();
+      r->add_flag("--quick", a->opt.quick, "the CI smoke size (widths / 4, steps / 100, two seeds): NOT the paper's result");
+      r->add_option("--device", a->opt.device, "cpu | cuda: where the training runs go (runs the GPU has no kernel for go to the CPU)")
+          ->capture_default_str();
+      r->add_option("--seeds", a->opt.seeds, "seeds for every study (default: each study's, 42,123,999 for the paper's)")->delimiter(',');
+      r->add_option("--out", a->opt.out, "output folder: OUT/<id>/ per study")->capture_default_str();
+      r->add_option("--store", a->store, "run store (default OUT/runs): one folder per training run, shared by every study");
+      r->add_option("--threads", a->threads, "threads of each CPU training run (0: all cores)")->capture_default_str();
+      r->add_option("--concurrent", a->concurrent, "cuda: training runs at once on the GPU (measured on an H100: more than ~12 "
+                                                   "gains nothing, the host's cores are the limit)")->capture_default_str();
+      r->add_flag("--gpu-only", a->gpu_only, "cuda: runs the GPU has no kernel for are not trained on the CPU but reported as not run");
+      r->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep "
+                                                    "theirs)")->delimiter(',');
+      r->add_option("--cpu-threads", a->cpu_threads,
+                    "cuda: threads of the CPU runs that train beside the GPU's (0: half the cores)")->capture_default_str();
+      r->final_callback([a] {
+        for (const auto& id : a->ids)
+          if (id != "all") vla::studies::find_study(id, "ID");
+        if (a->concurrent < 1) throw std::invalid_argument(fmt::format("--concurrent: must be >= 1, got {}", a->concurrent));
+        if (a->threads < 0 || a->cpu_threads < 0) throw std::invalid_argument("--threads/--cpu-threads: must be >= 0");
+        a->opt.store = a->store;
+        vla::studies::SweepOptions so;
+        so.device = vla::cli::training_device(a->opt.device);
+        so.fallback = vla::train::cpu_device();
+        so.concurrent = a->concurrent;
+        so.use_fallback = !a->gpu_only;
+        so.threads = a->opt.device == "cpu" ? a->threads
+                                            : (a->cpu_threads ? a->cpu_threads : int(std::max(1u, std::thread::hardware_concurrency() / 2)));
+        so.interrupt = vla::cli::stop_on_sigint();
+        so.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+        const auto res = vla::studies::run_studies(a->ids, a->opt, so, command_line(*a));
+        for (const auto& s : res.studies)
+          fmt::print("{:<28} {:<9}{} {:>5} runs  -> {}/{}/section.md\n", s.id, vla::analysis::verdict_name(s.verdict),
+                     s.quick ? " (quick)" : "", s.runs, a->opt.out.string(), s.id);
+        fmt::print("{}: {} runs trained, {} resumed, {} taken from the store, {} diverged{}; {:.1f} s\n",
+                   res.interrupted ? "stopped (run the same command again to continue)" : "done", res.trained, res.resumed,
+                   res.reused, res.diverged, res.skipped ? fmt::format(", {} not run (--gpu-only)", res.skipped) : "", res.wall_s);
+      });
+    }};
+
+}  // namespace

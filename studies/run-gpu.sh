@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The full-size study suite on a CUDA machine (one H100), in one resumable command (docs/studies.md):
+#   build `vla` (Release, sm_90) -> the GPU latency bench at the paper's T (Fig. 2a / 3) -> every training
+#   study through one sweep (`vla study run --device cuda`: runs concurrently on the GPU, the runs it has no
+#   kernel for on the host's CPU beside them) -> the report.
+# Work happens in WORK (default /tmp/vla-studies: the run store WORK/runs and the study folders
+# WORK/reports); on a machine that stays up between calls, running the script again continues where it
+# stopped and redoes nothing finished. At the end WORK/reports (small: no checkpoints) is copied to
+# $OUT/reports when OUT is set (the device tool returns $OUT).
+# Settings (environment):
+#   STUDIES="..."   study ids (default: every study that trains, and the two latency studies' GPU bench)
+#   LIMIT_S=N       stop resumably (SIGINT to the sweep) after N seconds of studies: for 10-minute calls
+#   CONCURRENT=16   runs at once on the GPU (an H100 gains nothing past ~12: its 16 host cores are the limit)
+#   CPU_THREADS=4   threads of each CPU run beside them (the runs the GPU has no kernel for: Table 4's ablations)
+#   GPU_ONLY=1      leave those runs out (reported as not run)
+#   PAIRS=8,16      recipe-sensitivity and recipe-capacity at these MQAR n only
+#   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
+# Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/vla-studies-out}
+# The revision the results will carry: the checkout's, or the one `git archive` wrote into the snapshot.
+if [ -z "${VLA_GIT_REVISION:-}" ]; then
+  VLA_GIT_REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null ||
+                     { [ -f .device-carry/src.tar ] && git get-tar-commit-id < .device-carry/src.tar | cut -c1-12; } || echo unknown)
+  export VLA_GIT_REVISION
+fi
+source gpu/device-env.sh
+WORK=${WORK:-/tmp/vla-studies}
+STUDIES=${STUDIES:-"fig5-mqar-capacity table9-per-seed table8-vla-training-logs fig6-mqar-long-context fig7-copy
+  table11-capacity-curve table10-capacity-boundary fig8-overload table12-steps-effect fig9-ood table4-ablation recipe-sensitivity
+  recipe-capacity"}
+mkdir -p "$WORK/reports/gpu-bench"
+device_build vla
+V="$BUILD/bin/vla"
+
+if [ "${BENCH:-1}" = 1 ] && [ ! -f "$WORK/reports/gpu-bench/latency-8-4-32.csv" ]; then
+  step "latency bench (Fig. 2a, Fig. 3): B = 8, H = 4, d_h = 32, T = 128 .. 65536"
+  bench_attention 8 4 32 128,256,512,1024,2048,4096,16384,65536 3 "$WORK/reports/gpu-bench/latency-8-4-32.csv"
+fi
+
+OPTS=(--device cuda --out "$WORK/reports" --store "$WORK/runs" --cpu-threads "${CPU_THREADS:-4}")
+[ "${GPU_ONLY:-0}" = 1 ] && OPTS+=(--gpu-only)
+[ -n "${PAIRS:-}" ] && OPTS+=(--pairs "$PAIRS")
+step "studies: $(echo $STUDIES | wc -w) studies, ${CONCURRENT:-16} runs at once on the GPU"
+"$V" study plan $STUDIES "${OPTS[@]}"
+timeout -s INT "${LIMIT_S:-0}" "$V" study run $STUDIES "${OPTS[@]}" --concurrent "${CONCURRENT:-16}" \
+  > "$OUT/studies.log" 2> "$OUT/sweep.log"
+rc=$?
+grep -E "^sweep: (done|stopped)|^study " "$OUT/sweep.log" | tail -30
+tail -25 "$OUT/studies.log"
+[ $rc -ne 0 ] && { status=1; echo "study run failed (status $rc): see sweep.log"; tail -20 "$OUT/sweep.log"; }
+if grep -q "^stopped" "$OUT/studies.log"; then
+  echo "stopped resumably after LIMIT_S=${LIMIT_S:-0} s: run this script again to continue"
+elif [ "${REPORT:-1}" = 1 ]; then
+  step "report"
+  "$V" report --out "$WORK/reports" | tail -1
+fi
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/reports" && cp -r "$WORK/reports/." "$OUT/reports/" && echo "copied $WORK/reports to $OUT/reports"
+fi
+echo "run-gpu status $status"
+exit $status

@@ -1,0 +1,59 @@
+#pragma once
+// The sweep: brings a list of training runs to completion through the run store. Each distinct config
+// (RunStore::key) is one run in its own store folder:
+//   summary.json says complete        -> reused, nothing is trained;
+//   diverged.json (a non-finite loss) -> reused: the divergence is the run's result;
+//   checkpoint.bin without a complete summary (an interrupted run) -> continued (vla::train::resume_many);
+//   otherwise                         -> trained (vla::train::train_many).
+// Runs go to `device`; a run the device refuses (its check throws, e.g. the GPU's head widths) goes to
+// `fallback` (the CPU), in a pool of its own that runs beside the device's. On the GPU `concurrent` runs
+// train at once in this process (each worker hands train_many one run: one host thread and stream each);
+// on the CPU one after another, each on every thread. Longest runs start first. Progress with an ETA
+// goes to `progress`; setting *interrupt (SIGINT) stops every run after its current step with a
+// resumable checkpoint, and no new run starts: running the same sweep again redoes nothing finished.
+#include "core/train/trainer.hpp"
+#include "studies/run_store.hpp"
+#include "studies/study.hpp"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vla::studies {
+
+struct SweepOptions {
+  train::Device device = train::cpu_device();
+  train::Device fallback = train::cpu_device();
+  bool use_fallback = true;      // false: runs the device refuses are Skipped (reported as not run), not trained elsewhere
+  int concurrent = 1;            // runs at once on `device` when it runs many at once (the GPU)
+  int threads = 0;               // threads of each CPU run (0: all cores)
+  const std::atomic<bool>* interrupt = nullptr;
+  std::function<void(const std::string&)> progress;  // status lines (one at a time); empty: silent
+  double status_every_s = 15;    // a status line with the ETA at most this often (and one per finished run)
+};
+
+struct SweepResult {
+  std::map<std::string, RunOutcome> outcomes;  // by RunStore::key
+  int reused = 0, resumed = 0, trained = 0, diverged = 0, skipped = 0;
+  bool interrupted = false;
+  double wall_s = 0;
+};
+
+SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& store, const SweepOptions& o);
+
+// A run's rough cost (steps x batch x tokens, heavier with wider heads), for the ETA and the order.
+double run_cost(const train::TrainConfig& c);
+
+// A rough wall-time model of one run in a concurrent sweep, for planning (`vla study plan`), in seconds.
+// cuda: the measured H100 throughput of 12 concurrent runs of the default model at batch 64 (n = 8, T = 25:
+// 0.625 ms per run-step; n = 32, T = 97: 1.75 ms; docs/gpu.md, docs/training.md), linear in T and batch,
+// wider heads ~linearly, plus 5% for evaluation; cpu: per token of the batch, measured on the 2-core dev VM (0.34 s per step at
+// n = 24, batch 64, 2 threads: 73 us per token), divided by threads / 2, heavier with wider heads.
+double estimated_seconds(const train::TrainConfig& c, const std::string& device, int cpu_threads = 2);
+
+// The outcome recorded in a run folder (summary.json, diverged.json), or Interrupted if it has neither.
+RunOutcome read_outcome(const train::TrainConfig& c, const std::filesystem::path& dir);
+
+}  // namespace vla::studies

@@ -1,0 +1,104 @@
+// Every study in --quick mode on the CPU, through the built `vla` (so no study rots): each must write
+// its section, its computed verdict, its data and its plots; a second run trains nothing; `vla report`
+// gathers them and the ledger's training claims read the verdicts, labelled quick. docs/studies.md has the measured time of this test.
+#include "studies/outputs.hpp"
+#include "studies/study.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path path = fs::temp_directory_path() / ("vla_quick_suite_" + std::to_string(::getpid()));
+  Scratch() { fs::remove_all(path); }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::pair<int, std::string> run(const std::string& cmd, const fs::path& log) {
+  const int status = std::system((cmd + " > '" + log.string() + "' 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+std::string text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("every study runs in --quick mode and writes its files and a computed verdict", "[studies][quick-suite]") {
+  Scratch s;
+  const std::string vla = VLA_BINARY_DIR "/bin/vla";
+  const auto [rc, out] = run(vla + " study run all --quick --threads 2 --out " + s.path.string(), s.path.string() + ".log");
+  INFO(out);
+  REQUIRE(rc == 0);
+  const std::set<std::string> verdicts{"holds", "fails", "partial", "not-run"};
+  for (const auto& st : vla::studies::study_registry()) {
+    INFO(st.id);
+    const fs::path d = s.path / st.id;
+    REQUIRE(fs::exists(d / "section.md"));
+    REQUIRE(fs::exists(d / "verdict.json"));
+    REQUIRE(fs::exists(d / "data" / "study.json"));
+    REQUIRE(fs::exists(d / "data" / "comparison.csv"));
+    const auto v = vla::studies::read_json(d / "verdict.json");
+    CHECK(v.at("study") == st.id);
+    CHECK(verdicts.count(v.at("verdict").get<std::string>()) == 1);
+    CHECK(v.at("quick") == st.sized);
+    // The verdict is computed from the comparisons it lists: held/total agree with them.
+    int held = 0, total = 0;
+    for (const auto& c : v.at("comparisons"))
+      if (!c.at("info").get<bool>()) { ++total; held += c.at("holds").get<bool>(); }
+    CHECK(v.at("held") == held);
+    CHECK(v.at("total") == total);
+    const std::string verdict = v.at("verdict");
+    if (total == 0) CHECK(verdict == "not-run");
+    else if (held == total) CHECK(verdict == "holds");
+    else if (held == 0) CHECK(verdict == "fails");
+    else CHECK(verdict == "partial");
+    const std::string md = text(d / "section.md");
+    CHECK(md.find("**Verdict: " + verdict) != std::string::npos);
+    if (st.sized) CHECK(md.find("NOT the paper-size result") != std::string::npos);
+    for (const auto& e : fs::directory_iterator(d / "plots"))  // every plot: its data and script beside it
+      if (e.path().extension() == ".png") {
+        CHECK(fs::exists(fs::path(e.path()).replace_extension(".csv")));
+        CHECK(fs::exists(fs::path(e.path()).replace_extension(".gp")));
+      }
+  }
+  // Nothing is trained twice: the same command again finds every run in the store.
+  const auto [rc2, out2] = run(vla + " study run all --quick --threads 2 --out " + s.path.string(), s.path.string() + ".log");
+  INFO(out2);
+  REQUIRE(rc2 == 0);
+  CHECK(out2.find(": 0 runs trained, 0 resumed") != std::string::npos);
+  // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
+  // every study's section, links pointing into the study folders.
+  const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
+  INFO(out3);
+  REQUIRE(rc3 == 0);
+  const std::string report = text(s.path / "REPORT.md");
+  CHECK(report.find("## Claims ledger") != std::string::npos);
+  for (const auto& st : vla::studies::study_registry()) CHECK(report.find("## " + st.id + " — ") != std::string::npos);
+  CHECK(report.find("](fig5-mqar-capacity/plots/") != std::string::npos);
+  CHECK(report.find("partial (quick)") != std::string::npos);
+  const auto claims = vla::studies::read_json(s.path / "claims.json");
+  for (const auto& c : claims.at("claims"))
+    if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
+  fs::remove(s.path.string() + ".log");
+}
