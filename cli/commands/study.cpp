@@ -4,6 +4,7 @@
 // Progress and the ETA go to stderr; SIGINT stops after the current step of every run, resumably (run the
 // same command again).
 #include "cli/command.hpp"
+#include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
 #include "studies/runner.hpp"
@@ -128,8 +129,8 @@ const vla::cli::RegisterCommand reg{
       pl->add_option("ids", a->ids, "study ids or all")->required();
       pl->add_flag("--quick", a->opt.quick, "plan the --quick size");
       pl->add_option("--device", a->opt.device, "cpu | cuda")->capture_default_str();
-      pl->add_option("--seeds", a->opt.seeds, "seeds for every study")->delimiter(',');
-      pl->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n")->delimiter(',');
+      vla::cli::add_list_option(*pl, "--seeds", a->opt.seeds, "seeds for every study");
+      vla::cli::add_list_option(*pl, "--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n");
       pl->add_flag("--gpu-only", a->gpu_only, "cuda: leave out the runs the GPU has no kernel for");
       pl->add_option("--out", a->opt.out, "output folder (its run store is checked for finished runs)")->capture_default_str();
       pl->add_option("--store", a->store, "run store (default OUT/runs)");
@@ -142,15 +143,15 @@ const vla::cli::RegisterCommand reg{
       r->add_flag("--quick", a->opt.quick, "the CI smoke size (widths / 4, steps / 100, two seeds): NOT the paper's result");
       r->add_option("--device", a->opt.device, "cpu | cuda: where the training runs go (runs the GPU has no kernel for go to the CPU)")
           ->capture_default_str();
-      r->add_option("--seeds", a->opt.seeds, "seeds for every study (default: each study's, 42,123,999 for the paper's)")->delimiter(',');
+      vla::cli::add_list_option(*r, "--seeds", a->opt.seeds, "seeds for every study (default: each study's, 42,123,999 for the paper's)");
       r->add_option("--out", a->opt.out, "output folder: OUT/<id>/ per study")->capture_default_str();
       r->add_option("--store", a->store, "run store (default OUT/runs): one folder per training run, shared by every study");
       r->add_option("--threads", a->threads, "threads of each CPU training run (0: all cores)")->capture_default_str();
       r->add_option("--concurrent", a->concurrent, "cuda: training runs at once on the GPU (measured on an H100: more than ~12 "
                                                    "gains nothing, the host's cores are the limit)")->capture_default_str();
       r->add_flag("--gpu-only", a->gpu_only, "cuda: runs the GPU has no kernel for are not trained on the CPU but reported as not run");
-      r->add_option("--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep "
-                                                    "theirs)")->delimiter(',');
+      vla::cli::add_list_option(*r, "--pairs", a->opt.recipe_pairs,
+                                 "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep theirs)");
       r->add_option("--cpu-threads", a->cpu_threads,
                     "cuda: threads of the CPU runs that train beside the GPU's (0: half the cores)")->capture_default_str();
       r->final_callback([a] {

@@ -18,13 +18,16 @@
 #include <fmt/format.h>
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
 #define VLA_LONG_RUN_UNDER_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#include <sanitizer/allocator_interface.h>
 #define VLA_LONG_RUN_UNDER_ASAN 1
 #endif
+#endif
+#ifdef VLA_LONG_RUN_UNDER_ASAN
+// The sanitizer runtime's count of live heap bytes (declared here: GCC installs no
+// <sanitizer/allocator_interface.h>, clang does, with this declaration).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 #include <chrono>
