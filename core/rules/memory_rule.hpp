@@ -29,6 +29,7 @@
 #include "core/precision.hpp"
 
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace vla {
@@ -76,6 +77,19 @@ template <class T> struct StepRecord {
   std::vector<StepStats> stats;        // (B)
   std::vector<WriteRecord<T>> writes;  // (B), in the compute type
 };
+
+// What every rule's step does before its per-sequence loop: out sized (d_h, B), the record (when
+// asked for) reset to B empty entries. Returns {B, d_h}, read from the keys (d_h, B).
+template <class S, class C> std::pair<int, int> begin_step(const HeadInputs<S>& in, Mat<S>& out, StepRecord<C>* rec) {
+  const int B = static_cast<int>(in.k.cols());
+  const int d = static_cast<int>(in.k.rows());
+  out.resize(d, B);
+  if (rec) {
+    rec->stats.assign(B, {});
+    rec->writes.assign(B, {});
+  }
+  return {B, d};
+}
 
 // One head of ONE sequence, all n tokens, one row per token: what the reverse pass reads.
 template <class T> struct HeadSequence {

@@ -2,6 +2,7 @@
 // Helpers for tests that run the `vla` executable: a scratch folder, random layer parameters written
 // as .npy, and running a command line capturing its exit code and output.
 #include "core/io/npy.hpp"
+#include "core/layers/mixer_weights.hpp"
 
 #include <fmt/format.h>
 
@@ -65,13 +66,9 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-// Random N(0, scale^2) matrix (rows, cols), deterministic in the generator.
+// Random N(0, scale^2) matrix (rows, cols), deterministic in the generator: the toolkit's own draw.
 inline Mat<double> gaussian(std::mt19937_64& g, long rows, long cols, double scale) {
-  std::normal_distribution<double> n(0.0, scale);
-  Mat<double> m(rows, cols);
-  for (long i = 0; i < rows; ++i)
-    for (long j = 0; j < cols; ++j) m(i, j) = n(g);
-  return m;
+  return gaussian_matrix(g, static_cast<int>(rows), static_cast<int>(cols), scale);
 }
 
 // Writes Wq, Wk, Wv (d_head, d_model), Wu (rank*d_head, d_head), Wg (1, d_model), Wo (d_model, d_head)

@@ -37,11 +37,8 @@ template <class P> class LinearAttentionRule {
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
-    const int B = static_cast<int>(in.k.cols());
-    const int d = static_cast<int>(in.k.rows());
+    const auto [B, d] = begin_step(in, out, rec);
     const C eps = scalar_cast<C>(opt_.eps);
-    out.resize(d, B);
-    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
     for (int b = 0; b < B; ++b) {
       const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
       const Vec<C> w = opt_.normalise_key ? unit(k_feat) : k_feat;

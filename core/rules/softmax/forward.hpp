@@ -42,11 +42,8 @@ template <class P> class SoftmaxRule {
     using C = compute_t;
     using std::exp;
     using std::sqrt;
-    const int B = static_cast<int>(in.k.cols());
-    const int d = static_cast<int>(in.k.rows());
+    const auto [B, d] = begin_step(in, out, rec);
     const C inv_sqrt_d = C(1) / C(sqrt(C(d)));
-    out.resize(d, B);
-    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
     for (int b = 0; b < B; ++b) {
       st.K[b].push_back(in.k.col(b));
       st.V[b].push_back(in.v.col(b));

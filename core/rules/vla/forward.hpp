@@ -115,14 +115,11 @@ template <class P> class VlaRule {
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
-    const int B = static_cast<int>(in.k.cols());
-    const int d = static_cast<int>(in.k.rows());
+    const auto [B, d] = begin_step(in, out, rec);
     const int r = opt_.penalty.rank;
     const C eps = scalar_cast<C>(opt_.penalty.eps);
     const C scale = std::isnan(opt_.penalty_scale) ? C(C(1) / C(std::sqrt(double(d))))
                                                     : scalar_cast<C>(opt_.penalty_scale);
-    out.resize(d, B);
-    if (rec) { rec->stats.assign(B, {}); rec->writes.assign(B, {}); }
     for (int b = 0; b < B; ++b) {
       const Vec<C> k_raw = cast_vector<C>(Vec<storage_t>(in.k.col(b)));
       const Vec<C> k_feat = elu_plus_one(k_raw);                              // line 8
