@@ -113,9 +113,13 @@ class CpuEngine final : public StepEngine {
 }  // namespace
 
 Device cpu_device() {
-  return {"cpu", [](const TrainConfig& c, const RunOptions& ro) -> std::unique_ptr<StepEngine> {
+  // No check beyond TrainConfig::validate; runs one after another (the engine uses every core).
+  return {.name = "cpu",
+          .make = [](const TrainConfig& c, const RunOptions& ro) -> std::unique_ptr<StepEngine> {
             return std::make_unique<CpuEngine>(c, ro.threads);
-          }};
+          },
+          .check = {},
+          .run_many = {}};
 }
 
 }  // namespace vla::train
