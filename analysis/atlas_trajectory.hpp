@@ -5,6 +5,7 @@
 // often the delta guard fired.
 #include "analysis/head_stream.hpp"
 #include "core/precision.hpp"
+#include "core/rules/non_finite.hpp"
 #include "core/rules/registry.hpp"
 
 #include <string>
@@ -27,7 +28,8 @@ struct AtlasTrajectory {
   std::vector<Mat<double>> S;    // (T) each (d, d): S_t as stored
   std::vector<Vec<double>> out;  // (T) each (d): o_t as stored
   std::vector<double> A_min_eig; // (T) lambda_min(A_t) of the stored A_t (NaN without A or when non-finite)
-  int first_nonfinite = 0;       // first t with a non-finite S_t, o_t or A_t; 0 = never
+  int first_nonfinite = 0;       // first t with a non-finite S_t, A_t, z_t or o_t (core/rules/non_finite.hpp); 0 = never
+  std::string first_nonfinite_what;  // which of them came first at that step ("" = never)
   int first_A_not_pd = 0;        // first t with lambda_min(A_t) <= 0; 0 = never (or no A)
   int guard_fires = 0;           // steps where the delta guard changed the update
   int renorms = 0;               // steps where S was renormalised

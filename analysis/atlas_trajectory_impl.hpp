@@ -18,19 +18,21 @@ AtlasTrajectory atlas_trajectory_in(const std::string& mixer, const MixerConfig&
       drive(rule, stream, [&](int t, auto& state, auto& out, const StepRecord<C>& rec) {
         r.S.push_back(cast_matrix<double>(state.memory.S(0)));
         r.out.push_back(cast_matrix<double>(out).col(0));
-        bool finite = all_finite(r.S.back()) && all_finite(r.out.back());
+        // The detection layer_forward uses (core/rules/non_finite.hpp); the atlas records the onset.
+        const char* what = first_non_finite_state(state, 0, out);
+        if (what && r.first_nonfinite == 0) {
+          r.first_nonfinite = t;
+          r.first_nonfinite_what = what;
+        }
         double lmin = kNotApplicable;
         if constexpr (requires { state.tracker; }) {
           const Mat<double> A = cast_matrix<double>(state.tracker.A(0));  // (d, d)
           if (all_finite(A)) {
             lmin = min_eigenvalue_of_symmetric_part(A);
             if (!(lmin > 0) && r.first_A_not_pd == 0) r.first_A_not_pd = t;
-          } else {
-            finite = false;
           }
         }
         r.A_min_eig.push_back(lmin);
-        if (!finite && r.first_nonfinite == 0) r.first_nonfinite = t;
         r.guard_fires += rec.stats[0].guard_fired ? 1 : 0;
         r.renorms += rec.stats[0].renormalised ? 1 : 0;
       });

@@ -58,7 +58,7 @@ std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg) {
       for (const auto& p : cfg.precisions) {
         const AtlasTrajectory run = atlas_trajectory(p, m, mc, stream);
         AtlasCell c{m, vla ? pol : (pol == "renorm" ? pol : "default"), p, {}, {}, run.first_nonfinite,
-                    run.first_A_not_pd, run.guard_fires, ref.guard_fires, kNotApplicable};
+                    run.first_A_not_pd, run.guard_fires, ref.guard_fires, kNotApplicable, run.first_nonfinite_what};
         for (int t = 0; t < cfg.T; ++t) {
           const bool bad = run.first_nonfinite && t + 1 >= run.first_nonfinite;
           const double on = ref.out[t].norm(), sn = ref.S[t].norm();
@@ -77,7 +77,7 @@ std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg) {
 std::string write_atlas(const AtlasConfig& cfg, const std::vector<AtlasCell>& cells, const std::filesystem::path& dir) {
   std::string text = fmt::format(
       "Precision failure atlas (Sec. 6.2 protocol, d_h = {}, T = {}, seed {}; errors relative to mp50, same rule and policy):\n"
-      "  {:<10} {:<10} {:<15} {:>11} {:>11} {:>11} {:>10} {:>10} {:>8} {:>12}\n",
+      "  {:<10} {:<10} {:<15} {:>11} {:>11} {:>11} {:>12} {:>10} {:>8} {:>12}\n",
       cfg.d_head, cfg.T, cfg.seed, "mixer", "policy", "precision", "out err T", "max out err", "S err T",
       "nonfinite", "A not PD", "guards", "min eig A");
   io::CsvTable summary({"mixer_index", "policy_index", "precision_index", "out_err_T", "max_out_err", "S_err_T",
@@ -88,9 +88,9 @@ std::string write_atlas(const AtlasConfig& cfg, const std::vector<AtlasCell>& ce
     return -1.0;
   };
   for (const auto& c : cells) {
-    text += fmt::format("  {:<10} {:<10} {:<15} {:>11.3e} {:>11.3e} {:>11.3e} {:>10} {:>10} {:>8} {:>12.4g}\n", c.mixer,
+    text += fmt::format("  {:<10} {:<10} {:<15} {:>11.3e} {:>11.3e} {:>11.3e} {:>12} {:>10} {:>8} {:>12.4g}\n", c.mixer,
                         c.policy, c.precision, c.final_out_err(), c.max_out_err(), c.S_err.back(),
-                        c.first_nonfinite ? fmt::format("{}", c.first_nonfinite) : "never",
+                        c.first_nonfinite ? fmt::format("{} ({})", c.first_nonfinite, c.first_nonfinite_what) : "never",
                         c.first_A_not_pd ? fmt::format("{}", c.first_A_not_pd) : "never", c.guard_fires, c.min_A_eig);
     summary.add_row({index_of(cfg.mixers, c.mixer), index_of(cfg.policies, c.policy), index_of(cfg.precisions, c.precision),
                      c.final_out_err(), c.max_out_err(), c.S_err.back(), double(c.first_nonfinite),

@@ -34,6 +34,7 @@ struct AtlasCell {
   std::vector<double> out_err, S_err;  // (T) relative errors vs mp50 (inf once non-finite)
   int first_nonfinite = 0, first_A_not_pd = 0, guard_fires = 0, ref_guard_fires = 0;
   double min_A_eig = 0;                // min over t of lambda_min(A_t) (NaN without A)
+  std::string first_nonfinite_what;    // the quantity that was first non-finite (core/rules/non_finite.hpp)
   double final_out_err() const { return out_err.back(); }
   double max_out_err() const;
 };

@@ -69,8 +69,13 @@ vla::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]]
                                 [[maybe_unused]] const vla::MixerWeights<double>& w,
                                 [[maybe_unused]] const Mat<double>& X) {
 #ifdef VLA_LAYER_FORWARD_GPU
+  // The kernels compute in fp32: the same input range as the CPU's float, and every output row checked
+  // (a kernel cannot stop at the first non-finite step; the first row it reaches is the step reported).
+  vla::check_input_range<float>(X, "float (the CUDA path)");
   std::vector<vla::StepStats> trace;
   const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X), &trace);
+  for (Eigen::Index t = 0; t < Y.rows(); ++t)
+    if (!vla::all_finite(Y.row(t))) throw vla::NonFiniteError(int(t) + 1, 0, -1, "y_t", "float (the CUDA path)");
   return {vla::cast_matrix<double>(Y), std::move(trace)};
 #elif defined(VLA_HAVE_CUDA)
   throw std::invalid_argument("--device: cuda is not available yet (this build has CUDA but no GPU layer-forward "

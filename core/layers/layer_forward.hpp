@@ -10,10 +10,33 @@
 #include "core/precision.hpp"
 #include "core/rules/registry.hpp"
 
+#include <fmt/format.h>
+
+#include <limits>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
 namespace vla {
+
+// X (T, d_model) in double must be representable in the storage type S before a layer runs on it
+// (docs/recurrences.md, "Scale"): every value finite once rounded to S (1e300 is not a float), and no
+// token lost to underflow (a token whose largest |x| is below S's smallest normal number would be kept
+// with fewer digits than S has, or as 0). Otherwise std::invalid_argument naming the input, the token,
+// the value and S's range: failing here is clearer than a non-finite state a few operations later.
+template <class S> void check_input_range(const Mat<double>& X, std::string_view precision) {
+  const double largest = to_double(std::numeric_limits<S>::max()), smallest = to_double(std::numeric_limits<S>::min());
+  for (Eigen::Index t = 0; t < X.rows(); ++t) {
+    const double m = X.row(t).cwiseAbs().maxCoeff();
+    if (!is_finite(scalar_cast<S>(m)))
+      throw std::invalid_argument(fmt::format("input: token {} holds {:g}, beyond the largest finite value of {} ({:g})", t + 1,
+                                              m, precision, largest));
+    if (m > 0.0 && m < smallest)
+      throw std::invalid_argument(fmt::format("input: token {} is below the normal range of {} (its largest |x| is {:g}, the "
+                                              "smallest normal number {:g}): it would lose its digits to underflow; scale the input",
+                                              t + 1, precision, m, smallest));
+  }
+}
 
 struct LayerForwardResult {
   Mat<double> Y;                  // (T, d_model), rounded to double from storage_t

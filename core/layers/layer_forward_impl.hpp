@@ -9,6 +9,7 @@ template <class P>
 LayerForwardResult layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<double>& w,
                                  const Mat<double>& X) {
   using S = typename P::storage_t;
+  check_input_range<S>(X, P::name());
   return with_rule<P>(cfg, [&](auto rule) {
     using Rule = decltype(rule);
     const MixerLayer<Rule> layer(shape, std::move(rule), w.template cast<S>());

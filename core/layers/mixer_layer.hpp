@@ -7,10 +7,12 @@
 //   g_t^h = w_g^h . x_t + b_g^h     (DeltaNet only: the gate logit, beta = sigmoid(g))
 //   y_t = W_o [o_t^1; ...; o_t^H] + b_o                                  (d_model)
 //
-// Each head has its own state, reset at the start of every forward (every new sequence).
+// Each head has its own state, reset at the start of every forward (every new sequence). Every step
+// is checked for a non-finite value (core/rules/non_finite.hpp): the first throws NonFiniteError.
 // Shapes: a batch is B matrices of (T, d_model), one per sequence (row t = x_t).
 #include "core/layers/mixer_weights.hpp"
 #include "core/rules/memory_rule.hpp"
+#include "core/rules/non_finite.hpp"
 
 #include <fmt/format.h>
 
@@ -82,17 +84,24 @@ template <class Rule> class MixerLayer {
         }
         if (Rule::needs.gate) in.gate = cast_vector<storage_t>(Vec<C>(G.row(h).transpose()));
         rule_.step(states[h], in, out, trace ? &rec : nullptr);
+        for (int b = 0; b < B; ++b)
+          if (const char* what = first_non_finite(states[h], b, in, out)) throw NonFiniteError(t + 1, b, h, what, precision_name());
         O.middleRows(h * dh, dh) = cast_matrix<C>(out);
         if (trace)
           for (int b = 0; b < B; ++b) trace->stats[(std::size_t(t) * B + b) * H + h] = rec.stats[b];
       }
       const Mat<C> Yt = affine(wc.Wo, wc.bo, O);
-      for (int b = 0; b < B; ++b) Y[b].row(t) = cast_vector<storage_t>(Vec<C>(Yt.col(b))).transpose();
+      for (int b = 0; b < B; ++b) {
+        Y[b].row(t) = cast_vector<storage_t>(Vec<C>(Yt.col(b))).transpose();
+        if (!all_finite(Y[b].row(t))) throw NonFiniteError(t + 1, b, -1, "y_t = W_o o_t + b_o", precision_name());
+      }
     }
     return Y;
   }
 
  private:
+  static constexpr std::string_view precision_name() { return Precision<storage_t, compute_t>::name(); }
+
   static Mat<compute_t> affine(const Mat<compute_t>& W, const Vec<compute_t>& bias, const Mat<compute_t>& X) {
     Mat<compute_t> Y = W * X;
     if (bias.size()) Y.colwise() += bias;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace vla {
@@ -31,11 +32,14 @@ struct FastWeightOptions {
 };
 
 // Eq. (11) / Alg. 1 lines 24-26: o = S phi(q) / max(phi(q)^T z, eps), with z = sum_{s<=t} phi(k_s).
+// A normaliser that is not finite (phi(q)^T z overflowed, or NaN) gives o = NaN: S phi(q) / inf would
+// be a silent 0 (core/rules/non_finite.hpp).
 template <class C>
 inline Vec<C> normalised_read(const Mat<C>& S, const Vec<C>& q_feat, const Vec<C>& z, const C& eps) {
   // max(dot, eps) written so that a NaN denominator stays NaN (std::max would hide it).
   const C dot = q_feat.dot(z);
   const C den = dot < eps ? eps : dot;
+  if (!is_finite(den)) return Vec<C>::Constant(q_feat.size(), scalar_cast<C>(std::numeric_limits<double>::quiet_NaN()));
   return (S * q_feat) / den;
 }
 

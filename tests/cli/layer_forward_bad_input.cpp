@@ -104,3 +104,28 @@ TEST_CASE("layer-forward: non-finite input", "[cli]") {
   io::write_npy(c.dir / "X.npy", X);
   c.expect_failure(c.good(), "--input");
 }
+
+TEST_CASE("layer-forward: an input its precision cannot carry fails, naming the step, the quantity, the precision",
+          "[cli][non-finite]") {
+  // If this fails, `vla layer-forward` writes a finite but wrong Y (the all-zero output VLA in double
+  // gave on an input scaled by 1e300), or an error that does not say where the failure began.
+  Case c;
+  std::mt19937_64 g(4);
+  io::write_npy(c.dir / "X.npy", Mat<double>(gaussian(g, 5, 4, 1.0) * 1e300));
+  const std::string cmd = fmt::format("{} layer-forward {} --precision double --output {} --trace {}", kVla, c.good(),
+                                      c.dir / "out/Y.npy", c.dir / "out/trace.csv");
+  const auto r = run_command(cmd);
+  INFO(cmd);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("non-finite value: o_t at step 1") != std::string::npos);
+  CHECK(r.output.find("in double") != std::string::npos);
+  CHECK_FALSE(fs::exists(c.dir.path / "out/Y.npy"));
+  CHECK_FALSE(fs::exists(c.dir.path / "out/trace.csv"));
+  // In float the same input is refused before any step: 1e300 is not a float.
+  const auto rf = run_command(fmt::format("{} layer-forward {} --precision float --output {}", kVla, c.good(),
+                                          c.dir / "out/Y.npy"));
+  INFO(rf.output);
+  CHECK(rf.exit_code == 2);
+  CHECK(rf.output.find("beyond the largest finite value of float") != std::string::npos);
+}
