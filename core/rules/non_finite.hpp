@@ -51,8 +51,8 @@ class NonFiniteError : public std::runtime_error {
  public:
   NonFiniteError(int step, int sequence, int head, std::string quantity, std::string_view precision)
       : std::runtime_error(fmt::format(
-            "a non-finite value: {} at step {} (sequence {}{}) in {}; the input's scale exceeds what the rule "
-            "handles in this precision (docs/recurrences.md, \"Scale\")",
+            "a non-finite value: {} at step {} (sequence {}{}) in {}: the run left the precision's range, from "
+            "an input scale the rule cannot carry in it or a recurrence that diverges (docs/recurrences.md, \"Scale\")",
             quantity, step, sequence, head < 0 ? std::string() : fmt::format(", head {}", head), precision)),
         step_(step), sequence_(sequence), head_(head), quantity_(std::move(quantity)) {}
   int step() const { return step_; }
