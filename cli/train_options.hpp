@@ -22,8 +22,9 @@ inline void add_training_options(CLI::App& app, train::TrainConfig& c) {
   app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
   app.add_option("--mixer", c.model.mixer.mixer, fmt::format("{} (cuda: vla, linear, deltanet, softmax)", kMixerNames))
       ->capture_default_str();
-  app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1)")->capture_default_str();
-  app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even)")->capture_default_str();
+  app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1 unless --seq-len)")->capture_default_str();
+  app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even); MQAR: T >= 3n + 1 (default 3n + 1; "
+                                                     "longer: filler between the pairs and the queries, docs/training.md)")->capture_default_str();
   app.add_option("--steps", c.steps, "optimiser steps")->capture_default_str();
   app.add_option("--batch", c.batch, "sequences per step")->capture_default_str();
   app.add_option("--seed", c.seed, "seed of weights and training batches")->capture_default_str();

@@ -33,7 +33,7 @@ struct Mqar {
   double lr = 3e-4;
   int d_head = 32;
   bool ood = false;        // evaluate with keys never seen as keys (Table 13)
-  int seq_len = 0;         // 0: T = 3n + 1 (the only MQAR layout the toolkit has; Fig. 6 asks for more)
+  int seq_len = 0;         // 0: T = 3n + 1; longer: the long-context layout (core/train/tasks.hpp)
 };
 
 train::TrainConfig mqar(const Mqar& r, const StudyOptions& o);

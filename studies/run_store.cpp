@@ -25,6 +25,7 @@ std::string RunStore::key(const train::TrainConfig& c) { return c.to_json().dump
 
 std::string RunStore::name(const train::TrainConfig& c) {
   std::string s = c.task.task == "mqar" ? fmt::format("mqar-n{}", c.task.pairs) : fmt::format("{}-T{}", c.task.task, c.task.length());
+  if (c.task.task == "mqar" && c.task.length() > 3 * c.task.pairs + 1) s += fmt::format("-T{}", c.task.length());
   s += fmt::format("-{}-dh{}-s{}-{}st-lr{:g}", c.model.mixer.mixer, c.model.d_head, c.seed, c.steps, c.opt.lr);
   if (c.ood) s += "-ood";
   return s;

@@ -13,8 +13,8 @@ void TaskConfig::validate() const {
     if (pairs < 1 || pairs > std::min(nkeys, nood))
       throw std::invalid_argument(fmt::format("--pairs: MQAR needs 1 <= n <= {} distinct keys in the vocabulary of {}, got {}",
                                               std::min(nkeys, nood), kVocab, pairs));
-    if (seq_len != 0 && seq_len != 3 * pairs + 1)
-      throw std::invalid_argument(fmt::format("--seq-len: MQAR with n = {} has T = 3n + 1 = {}, got {} (omit --seq-len)",
+    if (seq_len != 0 && seq_len < 3 * pairs + 1)
+      throw std::invalid_argument(fmt::format("--seq-len: MQAR with n = {} needs T >= 3n + 1 = {} (or 0: T = 3n + 1), got {}",
                                               pairs, 3 * pairs + 1, seq_len));
   } else if (task == "copy") {
     if (seq_len < 4 || seq_len % 2)
@@ -54,14 +54,16 @@ Batch make_batch(const TaskConfig& task, int batch, std::uint64_t seed, bool ood
         tok[2 * i] = pool[i];
         tok[2 * i + 1] = val[i];
       }
-      tok[2 * n] = kSeparator;
+      const int gap = T - (3 * n + 1), sep = 2 * n + gap;  // the filler's length, the separator's position
+      tok[sep] = kSeparator;
       std::vector<int> order(n);
       for (int i = 0; i < n; ++i) order[i] = i;
       for (int i = n - 1; i > 0; --i) std::swap(order[i], order[draw(g, 0, i)]);  // Fisher-Yates
       for (int i = 0; i < n; ++i) {
-        tok[2 * n + 1 + i] = pool[order[i]];
-        tgt[2 * n + 1 + i] = val[order[i]];
+        tok[sep + 1 + i] = pool[order[i]];
+        tgt[sep + 1 + i] = val[order[i]];
       }
+      for (int j = 0; j < gap; ++j) tok[2 * n + j] = draw(g, kValueLo, kValueHi);
     } else {
       const int m = T / 2;
       std::vector<int> x(m);

@@ -1,7 +1,8 @@
-// Fig. 6 (Sec. 6.5): MQAR with n = 8 pairs and T in {64, 128, 256, 512}. The toolkit's MQAR has one layout,
-// T = 3n + 1 (core/train/tasks.hpp: n pairs, separator, n queries); the paper does not say how it fills
-// the longer sequences. The runs are planned as the paper describes them and reported as not expressible,
-// with the task's own message, until the task has a long-context layout (then they run unchanged).
+// Fig. 6 (Sec. 6.5): MQAR with n = 8 pairs and T in {64, 128, 256, 512}. The paper does not say how it
+// fills the longer sequences; the toolkit's long-context layout (core/train/tasks.hpp) puts the pairs
+// first, then T - 3n - 1 filler tokens, then the separator and the queries, so that the gap between a
+// pair and its query grows with T, the property Sec. 6.5 discusses (DeltaNet's gate "decays older
+// associations before the query section arrives").
 #include "studies/mqar_grid.hpp"
 #include "studies/study.hpp"
 
@@ -72,13 +73,12 @@ Study fig6_mqar_long_context() {
       sec.tables.push_back(t);
     }
     sec.verdict = verdict_of(sec.comparisons);
-    sec.verdict_rule = "Each mixer's accuracy at every T against the paper's level, |diff| <= 0.05 (not run: not expressible here).";
+    sec.verdict_rule = "Each mixer's accuracy at every T against the paper's level, |diff| <= 0.05.";
     sec.settings = recipe::describe(ctx.opt) + "- n = 8, T in {64, 128, 256, 512}, 2000 and 3000 steps, the four mixers, 3 seeds: 96 runs "
                                                "planned.\n";
-    sec.notes = "Not run: the toolkit's MQAR task has exactly T = 3n + 1 tokens (25 at n = 8). A long-context layout (where the "
-                "extra T - 25 tokens go: filler between pairs and queries, or spread pairs) is a change to core/train/tasks and the "
-                "positional table (max_len 256 < 512); the paper does not describe its layout. The planned configs carry seq_len = T "
-                "and max_len = T, so once the task accepts them the study runs them as they are.\n";
+    sec.notes = "The paper does not describe how its MQAR fills T > 3n + 1. Here: the n pairs, then T - 25 filler tokens drawn "
+                "from the value range, then the separator and the n queries (core/train/tasks.hpp), so the gap between the pairs and "
+                "their queries grows with T. The positional table has max(256, T) rows.\n";
   };
   return s;
 }
