@@ -39,6 +39,9 @@ int draw(std::mt19937_64& g, int lo, int hi) { return lo + int(g() % std::uint64
 
 Batch make_batch(const TaskConfig& task, int batch, std::uint64_t seed, bool ood) {
   std::mt19937_64 g(seed);
+  // The long-context MQAR filler comes from a stream of its own, so that every sequence's pairs and
+  // queries are those of T = 3n + 1 whatever T is.
+  std::mt19937_64 filler(batch_seed(seed, 0x46494C4C));
   Batch b;
   const int T = task.length();
   for (int s = 0; s < batch; ++s) {
@@ -63,7 +66,7 @@ Batch make_batch(const TaskConfig& task, int batch, std::uint64_t seed, bool ood
         tok[sep + 1 + i] = pool[order[i]];
         tgt[sep + 1 + i] = val[order[i]];
       }
-      for (int j = 0; j < gap; ++j) tok[2 * n + j] = draw(g, kValueLo, kValueHi);
+      for (int j = 0; j < gap; ++j) tok[2 * n + j] = draw(filler, kValueLo, kValueHi);
     } else {
       const int m = T / 2;
       std::vector<int> x(m);

@@ -13,7 +13,7 @@
 //   k_1 v_1 ... k_n v_n f_1 ... f_{T-3n-1} SEP q_1 ... q_n, the filler f_j drawn uniformly from the
 //   value range: the gap between the pairs and their queries grows with T, and the memory has T - 3n - 1
 //   more writes to keep the pairs through (tokens it must not bind to a key). The pairs, the queries
-//   and their order are the draws of T = 3n + 1, the filler drawn after them.
+//   and their order are the draws of T = 3n + 1; the filler has a generator of its own.
 // Copy: x_1 .. x_m SEP x_1 .. x_{m-1} with m = T/2 content tokens from {0..126}; the target at
 //   position p >= m is the next copied token (x_1 after SEP, ...), so T inputs predict m tokens.
 // Batches are generated from (seed, index) alone, so step s's batch never depends on what ran
