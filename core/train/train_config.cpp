@@ -106,13 +106,17 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   TrainConfig c;
   auto get = [&]<class T>(T& field, std::string_view name) { field = required_json_value<T>(j, name); };
   get(c.task.task, "task"); get(c.task.pairs, "pairs");
-  // MQAR's T is 3n + 1 unless longer (TaskConfig keeps 0 for 3n + 1, as the command line does).
+  // MQAR's T is 3n + 1 unless longer (TaskConfig keeps 0 for 3n + 1, as the command line does). The
+  // task and n are checked before T is derived from n (a stored n of 2^31 - 1 would overflow 3n + 1).
   int seq_len = 0;
   get(seq_len, "seq_len");
   if (c.task.task == "copy") c.task.seq_len = seq_len;
-  else if (seq_len < c.task.length())
-    throw std::invalid_argument(fmt::format("seq_len: MQAR with n = {} needs T >= 3n + 1 = {}, got {}", c.task.pairs, c.task.length(), seq_len));
-  else if (seq_len > c.task.length()) c.task.seq_len = seq_len;
+  c.task.validate();
+  if (c.task.task == "mqar") {
+    if (seq_len < c.task.length())
+      throw std::invalid_argument(fmt::format("seq_len: MQAR with n = {} needs T >= 3n + 1 = {}, got {}", c.task.pairs, c.task.length(), seq_len));
+    if (seq_len > c.task.length()) c.task.seq_len = seq_len;
+  }
   get(c.model.mixer.mixer, "mixer"); get(c.model.vocab, "vocab"); get(c.model.d_model, "d_model"); get(c.model.heads, "heads");
   get(c.model.d_head, "d_head"); get(c.model.ffn, "ffn"); get(c.model.layers, "layers"); get(c.model.max_len, "max_len");
   // A knob the JSON lacks keeps its default, so a checkpoint that stores only some of the knobs (lambda0,
