@@ -138,7 +138,8 @@ TEST_CASE("every mixer's checkpoint reads back as written, with init_params's te
   // If this fails, the reader's own list of tensor shapes (checkpoint.cpp param_shapes, checked before
   // anything is allocated) no longer matches core/model/params.hpp init_params for some rule, so its
   // checkpoints cannot resume.
-  for (const std::string mixer : Rules::kNames) {  // every mixer of the registry
+  for (const std::string_view name : Rules::kNames) {  // every mixer of the registry
+    const std::string mixer(name);
     INFO(mixer);
     const auto cfg = fuzz::tiny_train_config(mixer, "mqar", 2);
     const std::string bytes = fuzz::trained_checkpoint(cfg, 1);
