@@ -4,13 +4,14 @@
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "core/model/gradcheck.hpp"
+#include "core/rules/registry.hpp"
 
 #include <fmt/format.h>
 
 namespace {
 
 struct Args {
-  std::vector<std::string> mixers{"vla", "vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm", "deltanet", "linear", "softmax"};
+  std::vector<std::string> mixers{vla::Rules::kNames.begin(), vla::Rules::kNames.end()};  // every mixer
   std::uint64_t seed = 5;
 };
 

@@ -128,11 +128,12 @@ void run(Args& a) {
   w.bk = load_bias(dir, "bk", d_head);
   w.bv = load_bias(dir, "bv", d_head);
   w.bo = load_bias(dir, "bo", d_model);
-  if (c.is_vla()) {
+  const vla::Needs needs = vla::rule_needs(c);  // which projections the rule reads (its `needs`)
+  if (needs.penalty) {
     w.Wu = load_matrix(dir, "Wu", r * d_head, d_head, true);
     w.bu = load_bias(dir, "bu", r * d_head);
   }
-  if (c.mixer == "deltanet") {
+  if (needs.gate) {
     // Absent Wg.npy = zero gate weights, so beta_t = sigmoid(b_g) (0.5 without bg.npy).
     w.Wg = load_matrix(dir, "Wg", 1, d_model, false);
     if (w.Wg.size() == 0) w.Wg = Mat<double>::Zero(1, d_model);

@@ -7,6 +7,7 @@
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
+#include "core/rules/gpu_support.hpp"
 #include "studies/runner.hpp"
 
 #include <fmt/format.h>
@@ -78,11 +79,14 @@ void plan(const Args& a) {
       ++asked;
     }
   }
+  // Without CUDA in this build, what a CUDA build would train on the GPU: the rule's GPU trait decides.
   std::function<bool(const vla::train::TrainConfig&)> on_gpu = [](const vla::train::TrainConfig& c) {
-    const bool softmax = c.model.mixer.mixer == "softmax";
-    const bool kernel = softmax || c.model.mixer.mixer == "vla" || c.model.mixer.mixer == "linear" || c.model.mixer.mixer == "deltanet";
-    const int d = c.model.d_head;
-    return kernel && (d == 16 || d == 32 || d == 64 || (softmax && d == 128));
+    try {
+      vla::gpu_kernel_for(c.model.mixer, c.model.d_head, vla::GpuUse::Training);
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
   };
 #ifdef VLA_HAVE_CUDA
   const auto dev = vla::cli::training_device("cuda");

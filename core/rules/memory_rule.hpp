@@ -78,6 +78,9 @@ template <class T> struct StepRecord {
   std::vector<WriteRecord<T>> writes;  // (B), in the compute type
 };
 
+// Column b (sequence b) of one of a step's (d_h, B) inputs, in the compute type.
+template <class C, class S> Vec<C> column(const Mat<S>& m, int b) { return cast_vector<C>(Vec<S>(m.col(b))); }
+
 // What every rule's step does before its per-sequence loop: out sized (d_h, B), the record (when
 // asked for) reset to B empty entries. Returns {B, d_h}, read from the keys (d_h, B).
 template <class S, class C> std::pair<int, int> begin_step(const HeadInputs<S>& in, Mat<S>& out, StepRecord<C>* rec) {

@@ -6,6 +6,7 @@
 
 #include "core/rules/deltanet/rule.hpp"
 #include "core/rules/linear/rule.hpp"
+#include "core/rules/mamba2/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
 #include "core/rules/softmax/rule.hpp"
 #include "core/rules/vla/rule.hpp"
@@ -63,7 +64,7 @@ template <template <class> class... Rule> struct RuleList {
 };
 
 // The rules, in the order --help lists them.
-using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule>;
+using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule>;
 
 // Every mixer name: "vla, vla-v2, ..., softmax".
 inline constexpr std::string_view kMixerNames{Rules::kJoined.data(), Rules::kJoined.size()};

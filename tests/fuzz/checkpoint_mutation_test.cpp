@@ -5,9 +5,11 @@
 // never another exception, a crash, an allocation beyond what the file holds, or a hang. `make fuzz`
 // runs the same check (tests/fuzz/checkpoint_target.hpp) under libFuzzer for longer.
 #include "tests/fuzz/checkpoint_files.hpp"
+#include "tests/fuzz/campaign.hpp"
 #include "tests/fuzz/checkpoint_target.hpp"
 #include "tests/fuzz/mutate.hpp"
 
+#include "core/rules/registry.hpp"
 #include "core/train/checkpoint.hpp"
 
 #include <catch2/catch.hpp>
@@ -104,59 +106,40 @@ TEST_CASE("checkpoint reader under 30,000 deterministic mutations: decoded exact
   }
 
   fuzz::Mutator m(0x5eed'2024'0016'c4ULL);
-  struct Phase { const char* name; int inputs; int accepted = 0; };
-  std::array<Phase, 6> phases{{{"byte mutations of format 2 files", 4000},
-                               {"byte mutations of format 1 files (no checksum)", 8000},
-                               {"byte mutations behind a renewed checksum", 8000},
-                               {"config key edits", 5000},
-                               {"number edits (counters, sizes, shapes, values)", 4000},
-                               {"truncations", 1000}}};
-  int findings = 0;
-  std::string first_findings;
-  double slowest = 0;
-  for (std::size_t p = 0; p < phases.size(); ++p)
-    for (int i = 0; i < phases[p].inputs; ++i) {
-      const std::size_t which = m.below(v2.size());
-      std::string input;
-      switch (p) {
-        case 0: input = m.mutate(v2[which]); break;
-        case 1: input = m.mutate(v1[which]); break;
-        case 2: input = mutated_behind_checksum(m, v2[which]); break;
-        case 3: input = edited_config(m, fuzz::CheckpointFrame::of(v2[which])); break;
-        case 4: input = edited_number(m, fuzz::CheckpointFrame::of(v2[which])); break;
-        default: {
-          const std::string& f = m.below(2) ? v2[which] : v1[which];
-          input = f.substr(0, m.below(f.size()));
-          break;
-        }
+  std::array<fuzz::Phase, 6> phases{{{"byte mutations of format 2 files", 4000},
+                                     {"byte mutations of format 1 files (no checksum)", 8000},
+                                     {"byte mutations behind a renewed checksum", 8000},
+                                     {"config key edits", 5000},
+                                     {"number edits (counters, sizes, shapes, values)", 4000},
+                                     {"truncations", 1000}}};
+  const auto r = fuzz::run_campaign(phases, [&](std::size_t p) -> std::string {
+    const std::size_t which = m.below(v2.size());
+    switch (p) {
+      case 0: return m.mutate(v2[which]);
+      case 1: return m.mutate(v1[which]);
+      case 2: return mutated_behind_checksum(m, v2[which]);
+      case 3: return edited_config(m, fuzz::CheckpointFrame::of(v2[which]));
+      case 4: return edited_number(m, fuzz::CheckpointFrame::of(v2[which]));
+      default: {
+        const std::string& f = m.below(2) ? v2[which] : v1[which];
+        return f.substr(0, m.below(f.size()));
       }
-      const auto start = std::chrono::steady_clock::now();
-      const fuzz::Verdict v = fuzz::check_checkpoint(input);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      slowest = std::max(slowest, seconds);
-      phases[p].accepted += v.accepted;
-      if (!v.finding.empty() && ++findings <= 10)
-        first_findings += fmt::format("{} #{}: {}\n  input: {}\n", phases[p].name, i, v.finding, io::escape_bytes(input, 1024));
     }
-  int total = 0;
-  for (const auto& ph : phases) {
-    std::cout << fmt::format("  {:>6} {} ({} accepted, {} refused)\n", ph.inputs, ph.name, ph.accepted, ph.inputs - ph.accepted);
-    total += ph.inputs;
-  }
-  std::cout << fmt::format("  {} inputs, {} findings, slowest input {:.3g} s\n", total, findings, slowest);
-  CHECK(total == 30000);
-  INFO(first_findings);
-  CHECK(findings == 0);
+  }, [](const std::string& input) { return fuzz::check_checkpoint(input); });
+  CHECK(r.total == 30000);
+  INFO(r.first_findings);
+  CHECK(r.findings == 0);
   // A hang would show as one input taking seconds; each input is a file of about 10-20 kB decoded in
   // well under a millisecond, so one second is a bound no loaded machine reaches.
-  CHECK(slowest < 1.0);
+  CHECK(r.slowest < 1.0);
 }
 
 TEST_CASE("every mixer's checkpoint reads back as written, with init_params's tensor names and shapes", "[train][fuzz]") {
   // If this fails, the reader's own list of tensor shapes (checkpoint.cpp param_shapes, checked before
   // anything is allocated) no longer matches core/model/params.hpp init_params for some rule, so its
   // checkpoints cannot resume.
-  for (const std::string mixer : {"vla", "vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm", "linear", "deltanet", "softmax"}) {
+  for (const std::string_view name : Rules::kNames) {  // every mixer of the registry
+    const std::string mixer(name);
     INFO(mixer);
     const auto cfg = fuzz::tiny_train_config(mixer, "mqar", 2);
     const std::string bytes = fuzz::trained_checkpoint(cfg, 1);

@@ -3,6 +3,7 @@
 // declare or refused with a clear error (tests/fuzz/harness.hpp); never another exception, a crash,
 // an allocation beyond what the file holds, or a hang. `make fuzz` runs the same check
 // (tests/fuzz/npy_target.hpp) under libFuzzer for longer.
+#include "tests/fuzz/campaign.hpp"
 #include "tests/fuzz/mutate.hpp"
 #include "tests/fuzz/npy_files.hpp"
 #include "tests/fuzz/npy_target.hpp"
@@ -117,42 +118,23 @@ TEST_CASE("npy reader under 40,000 deterministic mutations: decoded exactly or r
   for (const auto& f : bases) REQUIRE(fuzz::check_npy(f).accepted);
 
   fuzz::Mutator m(0x5eed'2024'0016ULL);
-  struct Phase { const char* name; int inputs; int accepted = 0; };
-  std::array<Phase, 4> phases{{{"byte mutations of valid files", 24000},
-                               {"header field edits", 12000},
-                               {"header field edits, then byte mutations", 3000},
-                               {"header length field edits", 1000}}};
-  int findings = 0;
-  std::string first_findings;
-  double slowest = 0;
-  for (std::size_t p = 0; p < phases.size(); ++p)
-    for (int i = 0; i < phases[p].inputs; ++i) {
-      const std::string& base = bases[m.below(bases.size())];
-      std::string input;
-      switch (p) {
-        case 0: input = m.mutate(base); break;
-        case 1: input = edited_header_file(m); break;
-        case 2: input = m.mutate(edited_header_file(m), 2); break;
-        default: input = edited_length_file(m, base); break;
-      }
-      const auto start = std::chrono::steady_clock::now();
-      const fuzz::Verdict v = fuzz::check_npy(input);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      slowest = std::max(slowest, seconds);
-      phases[p].accepted += v.accepted;
-      if (!v.finding.empty() && ++findings <= 10)
-        first_findings += fmt::format("{} #{}: {}\n  input: {}\n", phases[p].name, i, v.finding, io::escape_bytes(input, 1024));
+  std::array<fuzz::Phase, 4> phases{{{"byte mutations of valid files", 24000},
+                                     {"header field edits", 12000},
+                                     {"header field edits, then byte mutations", 3000},
+                                     {"header length field edits", 1000}}};
+  const auto r = fuzz::run_campaign(phases, [&](std::size_t p) {
+    const std::string& base = bases[m.below(bases.size())];
+    switch (p) {
+      case 0: return m.mutate(base);
+      case 1: return edited_header_file(m);
+      case 2: return m.mutate(edited_header_file(m), 2);
+      default: return edited_length_file(m, base);
     }
-  int total = 0;
-  for (const auto& ph : phases) {
-    std::cout << fmt::format("  {:>6} {} ({} accepted, {} refused)\n", ph.inputs, ph.name, ph.accepted, ph.inputs - ph.accepted);
-    total += ph.inputs;
-  }
-  std::cout << fmt::format("  {} inputs, {} findings, slowest input {:.3g} s\n", total, findings, slowest);
-  CHECK(total == 40000);
-  INFO(first_findings);
-  CHECK(findings == 0);
+  }, [](const std::string& input) { return fuzz::check_npy(input); });
+  CHECK(r.total == 40000);
+  INFO(r.first_findings);
+  CHECK(r.findings == 0);
   // A hang would show as one input taking seconds; each input is at most a few kB and is decoded in
   // microseconds, so one second is a bound no loaded machine reaches.
-  CHECK(slowest < 1.0);
+  CHECK(r.slowest < 1.0);
 }

@@ -7,13 +7,13 @@
 // Unrolled (the seed's parallel form O = (Q K^T . D) V, D_ts = gamma^(t-s) for s <= t):
 //   o_t = sum_{s<=t} gamma^(t-s) (k_s . q_t) v_s.
 // RetNet reads as the seed defines it, NOT by the eq. (11) normalised read the paper's rules share:
-// q and k enter raw (no feature map phi, no running key sum z, no denominator). The seed's GroupNorm
+// q and k enter raw (no feature map phi, no running key sum z, no denominator); the memory, its step
+// and its adjoint are the scalar-decay family's (core/rules/scalar_decay.hpp). The seed's GroupNorm
 // (its Fig. 3a) acts on the layer's output, outside the recurrence, and is not part of the rule.
 // The seed gives each head its own gamma_h = 1 - 2^-(5+h); a rule here has one gamma for all heads
 // (a step does not know its head), the seed's first head's by default.
-#include "core/memory_matrix_manager.hpp"
-#include "core/rules/memory_rule.hpp"
 #include "core/rules/mixer_config.hpp"
+#include "core/rules/scalar_decay.hpp"
 
 #include <fmt/format.h>
 
@@ -40,15 +40,7 @@ template <class P> class RetNetRule {
   static constexpr Needs needs{};
   static constexpr bool recurrent = true;
 
-  struct State {
-    MemoryMatrixManager<P> memory;  // S: (B, d, d), (d_v, d_k) per sequence
-    // The reverse pass reads S_t (dq_t = S_t^T do_t); the write's adjoint reads no state: S_t alone.
-    struct Tape {
-      std::vector<Mat<storage_t>> S;  // n entries, (d_h, d_h): S_t after step t
-      void reserve(int n) { S.reserve(n); }
-    };
-    void record(Tape& tp) const { tp.S.push_back(memory.S(0)); }
-  };
+  using State = ScalarDecayMemory<P>;
 
   RetNetRule() = default;
   explicit RetNetRule(Options opt) : opt_(opt) { opt_.validate(); }
@@ -59,22 +51,14 @@ template <class P> class RetNetRule {
   }
   const Options& options() const { return opt_; }
 
-  State init(int batch, int d) const { return State{MemoryMatrixManager<P>(batch, d, d)}; }
+  State init(int batch, int d) const { return State(batch, d); }
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
-    const auto [B, d] = begin_step(in, out, rec);
+    const int B = begin_step(in, out, rec).first;
     const C gamma = scalar_cast<C>(opt_.gamma);
-    for (int b = 0; b < B; ++b) {
-      const Vec<C> k = cast_vector<C>(Vec<storage_t>(in.k.col(b)));
-      const Vec<C> v = cast_vector<C>(Vec<storage_t>(in.v.col(b)));
-      st.memory.S(b) = cast_matrix<storage_t>(Mat<C>(gamma * cast_matrix<C>(st.memory.S(b)) + v * k.transpose()));  // S_t
-      out.col(b) = cast_vector<storage_t>(Vec<C>(cast_matrix<C>(st.memory.S(b)) * cast_vector<C>(Vec<storage_t>(in.q.col(b)))));  // o_t = S_t q_t
-      if (rec) {
-        rec->stats[b].S_fro = st.memory.frobenius_norm(b);
-        rec->writes[b] = WriteRecord<C>{k, Vec<C>(), gamma};  // no residual read: dS_t/dS_{t-1} = gamma I
-      }
-    }
+    for (int b = 0; b < B; ++b)
+      out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), gamma, rec);
   }
 
  private:
