@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 STEPS=${STEPS:-test,memcheck,racecheck,bench}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 source gpu/device-env.sh
-targets=""; { has test || has memcheck || has racecheck; } && targets="test_gpu"; has bench && targets="$targets vla"
+targets=""; { has test || has memcheck || has racecheck; } && targets="test_gpu test_cli vla"; has bench && targets="$targets vla"
 device_build $targets
 T="$BUILD/bin/test_gpu"
 

@@ -88,6 +88,15 @@ template <int D> __device__ __forceinline__ float row_dot(const float (&M)[Layou
   return acc;
 }
 
+// c / ||x|| for c unit(x) = c x / ||x|| (Alg. 1 lines 9, 10, 20), from n = ||x|| summed in fp32: `zero` where
+// x = 0 (a zero vector stays zero); NaN where the squared norm overflowed fp32 (n = inf), because
+// 1 / inf = 0 would silently turn a huge key into the zero vector. The CPU rules rescale before
+// squaring (core/feature_map.hpp, unit()) and stay exact there; this kernel does not pay for that on
+// every step, and says so with a NaN instead.
+__device__ __forceinline__ float inv_norm(float n, float zero, float c = 1.f) {
+  return n == 0.f ? zero : (isinf(n) ? __int_as_float(0x7fffffff) : c / n);
+}
+
 template <RecurrentKind K, int D, bool STATS, bool CKPT>
 __global__ void __launch_bounds__(Layout<D>::THREADS)
     recurrent_forward_kernel(const RecurrentTensors x, const RecurrentParams prm) {
@@ -165,9 +174,12 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     // Reduction 1: ||phi(k)||^2, (VLA: ||u_raw||^2 | others: phi(k).phi(q)), phi(q).z_t
     float r1[3] = {kf * kf, kVla ? ur * ur : kf * qf, qf * zsum};
     row_sum_barrier<D, 3>(r1, slot[b][0]);
-    const float den = r1[2] < eps ? eps : r1[2];  // max(phi(q)^T z, eps), NaN stays NaN (eq. 11)
+    // max(phi(q)^T z, eps), NaN stays NaN (eq. 11). An infinite normaliser (phi(q)^T z past the fp32
+    // range) gives NaN, not the 0 that S q / inf would print: the read is undefined there, as on the
+    // CPU (core/rules/normalised_memory.hpp, normalised_read).
+    const float den = r1[2] < eps ? eps : (isinf(r1[2]) ? __int_as_float(0x7fffffff) : r1[2]);
     const float nk = sqrtf(r1[0]);
-    const float inv_nk = nk == 0.f ? 1.f : 1.f / nk;  // unit(): a zero vector stays zero
+    const float inv_nk = inv_norm(nk, 1.f);  // unit(phi(k)), line 9
 
     float o_i, delta = 0.f;
     float mv[4] = {0.f, 0.f, 0.f, 0.f};  // S q, S phi(k), A u_raw, A phi(k) over this part's columns
@@ -181,7 +193,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
 
     if constexpr (kVla) {
       const float nu = sqrtf(r1[1]);
-      const float su = nu == 0.f ? 0.f : scale / nu;  // u = u_raw * su (line 10)
+      const float su = inv_norm(nu, 0.f, scale);   // u = u_raw * su (line 10)
       const float k_hat = kf * inv_nk;                 // line 9
       const float u_i = ur * su;
       const float z_i = mv[2] * su;                    // z = A_{t-1} u (line 12)
@@ -199,7 +211,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
       float r3[2] = {alpha_i * alpha_i, alpha_i * qf};
       row_sum_barrier<D, 2>(r3, slot[b][2]);
       const float na = sqrtf(r3[0]);
-      const float inv_na = na == 0.f ? 0.f : 1.f / na;  // alpha_hat = unit(alpha) (line 20)
+      const float inv_na = inv_norm(na, 0.f);    // alpha_hat = unit(alpha) (line 20)
       o_i = (mv[0] + e_i * (r3[1] * inv_na)) / den;    // o = S_t phi(q) / den (line 26)
       const float zi_dc = z_i / dc;
 #pragma unroll

@@ -129,3 +129,40 @@ TEST_CASE("layer-forward: an input its precision cannot carry fails, naming the 
   CHECK(rf.exit_code == 2);
   CHECK(rf.output.find("beyond the largest finite value of float") != std::string::npos);
 }
+
+TEST_CASE("layer-forward --device cuda: the CUDA path refuses what fp32 cannot carry and fails on a non-finite row",
+          "[cli][non-finite][gpu]") {
+  // The CUDA path computes in fp32 and a kernel cannot stop at a step, so the command checks the input
+  // range before launching and every output row after (cli/commands/layer_forward.cpp). If this fails,
+  // `vla layer-forward --device cuda` writes a Y holding NaN, or the zero rows an overflowing
+  // normaliser used to give, or an error that does not say what went wrong.
+  ScratchDir dir{"cuda-range"};
+  write_random_params(dir.path / "params", 16, 16, 1, 3, false);
+  std::mt19937_64 g(4);
+  const Mat<double> X = gaussian(g, 6, 16, 1.0);
+  auto run = [&](double scale) {
+    io::write_npy(dir / "X.npy", Mat<double>(X * scale));
+    const std::string cmd = fmt::format("{} layer-forward --mixer vla --device cuda --params {} --input {} --output {}", kVla,
+                                        dir / "params", dir / "X.npy", dir / "out/Y.npy");
+    INFO(cmd);
+    return run_command(cmd);
+  };
+  const auto ok = run(1.0);
+  if (ok.output.find("not available") != std::string::npos) { WARN("this build has no CUDA path: skipped"); return; }
+  INFO(ok.output);
+  REQUIRE(ok.exit_code == 0);
+  fs::remove(dir.path / "out/Y.npy");
+  // 1e39 is past float's range: refused before any launch.
+  const auto big = run(1e39);
+  INFO(big.output);
+  CHECK(big.exit_code == 2);
+  CHECK(big.output.find("float (the CUDA path)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out/Y.npy"));
+  // 1e20 is a float, but ||phi(k)||^2 and phi(q)^T z overflow fp32 at the first step: the kernel gives
+  // NaN (never unit(k) = 0 or S q / inf = 0) and the command names the row.
+  const auto over = run(1e20);
+  INFO(over.output);
+  CHECK(over.exit_code == 1);
+  CHECK(over.output.find("y_t at step 1") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out/Y.npy"));
+}

@@ -56,18 +56,19 @@ Outputs run_gpu(RecurrentKind kind, const Inputs& in, bool stats) {
   return {o.download(), stats ? st.download() : std::vector<float>{}};
 }
 
-// The CPU rule in double on the same (fp32-valued) inputs; stats as the kernel lays them out.
-Outputs run_cpu(const std::string& mixer, const Inputs& in) {
+// The CPU rule in scalar Sc (double: the reference) on the same (fp32-valued) inputs; stats as the
+// kernel lays them out.
+template <class Sc = double> Outputs run_cpu(const std::string& mixer, const Inputs& in) {
   const Shape s = in.s;
   vla::MixerConfig cfg;
   cfg.mixer = mixer;
   Outputs r{std::vector<float>(in.q.size()), std::vector<float>(std::size_t(s.B) * s.H * s.T * 3)};
-  vla::with_rule<vla::Precision<double>>(cfg, [&](auto rule) {
+  vla::with_rule<vla::Precision<Sc>>(cfg, [&](auto rule) {
     for (int h = 0; h < s.H; ++h) {
       auto st = rule.init(s.B, s.d);
-      vla::HeadInputs<double> hin;
-      vla::Mat<double> out;
-      vla::StepRecord<double> rec;
+      vla::HeadInputs<Sc> hin;
+      vla::Mat<Sc> out;
+      vla::StepRecord<Sc> rec;
       for (int t = 0; t < s.T; ++t) {
         hin.q.resize(s.d, s.B); hin.k.resize(s.d, s.B); hin.v.resize(s.d, s.B); hin.u.resize(s.d, s.B);
         hin.gate.resize(s.B);
@@ -180,6 +181,46 @@ TEST_CASE("fused forward is the same function of each sequence whatever the laun
           INFO("kind " << int(kind) << " d=" << d << " b=" << b << " h=" << h);
           CHECK(std::equal(alone.o.begin(), alone.o.end(), all.o.begin() + seq * n));
         }
+    }
+  }
+}
+
+TEST_CASE("fused forward signals fp32 overflow of the normaliser and of ||phi(k)|| with NaN, never a plausible value", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // At step t0 of sequence (0, 0), q and k of size 1e20 make phi(q)^T z ~ 1e40, past the fp32 range:
+  // the read S q / inf is undefined. Returning 0 there (what S q / inf evaluates to) would be a silent
+  // wrong answer; the CPU float rule returns NaN (core/rules/normalised_memory.hpp), and so must the
+  // kernel, at the same row. The same key overflows ||phi(k)||^2: the CPU rules rescale and go on
+  // exactly, the kernel does not rescale (gpu/recurrent_forward.cu, inv_norm) and must then print NaN
+  // from t0 on in that sequence (VLA, DeltaNet: the rules that normalise k), not take k_hat = 0 and
+  // carry on with finite wrong values. Linear attention does not normalise k and stays finite after
+  // t0. Sequence 1 never sees the large input and must be untouched.
+  const Shape s{2, 1, 20, 32};
+  const int t0 = 7;
+  for (auto [kind, mixer] : {std::pair{RecurrentKind::Vla, "vla"}, std::pair{RecurrentKind::Linear, "linear"},
+                             std::pair{RecurrentKind::DeltaNet, "deltanet"}}) {
+    Inputs in = random_inputs(s, 4242);
+    for (int i = 0; i < s.d; ++i) in.q[std::size_t(t0) * s.d + i] = in.k[std::size_t(t0) * s.d + i] = 1e20f;
+    const Outputs gpu = run_gpu(kind, in, false);
+    const Outputs cpu = run_cpu<float>(mixer, in);
+    const bool normalises_k = kind != RecurrentKind::Linear;
+    for (int row = 0; row < s.B * s.T; ++row) {
+      const int seq = row / s.T, t = row % s.T;
+      bool gpu_nan = false, cpu_nan = false, gpu_finite = true, cpu_finite = true;
+      for (int i = 0; i < s.d; ++i) {
+        const float g = gpu.o[std::size_t(row) * s.d + i], c = cpu.o[std::size_t(row) * s.d + i];
+        gpu_nan = gpu_nan || std::isnan(g); cpu_nan = cpu_nan || std::isnan(c);
+        gpu_finite = gpu_finite && std::isfinite(g); cpu_finite = cpu_finite && std::isfinite(c);
+      }
+      INFO(mixer << " sequence " << seq << " step " << t);
+      const bool at_overflow = seq == 0 && t == t0, after = seq == 0 && t > t0;
+      CHECK(cpu_nan == at_overflow);  // the reference: NaN at the overflowing read only
+      CHECK(cpu_finite == !at_overflow);
+      if (at_overflow || (after && normalises_k)) {
+        CHECK(gpu_nan);
+      } else {
+        CHECK(gpu_finite);
+      }
     }
   }
 }
