@@ -15,6 +15,10 @@
 #   GPU_ONLY=1      leave those runs out (reported as not run)
 #   PAIRS=8,16      recipe-sensitivity and recipe-capacity at these MQAR n only
 #   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
+#   RUNS_IN=DIR     finished runs to start from (a run store without checkpoints, as RUNS_OUT writes it): for a
+#                   sweep that continues on a fresh machine; runs with a summary.json are not trained again
+#   At the end the run store without its checkpoints (summary.json, log.csv, config: what a finished run
+#   is) is copied to $OUT/runs, so that a sweep cut by the machine going back continues elsewhere.
 # Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +29,12 @@ if [ -z "${VLA_GIT_REVISION:-}" ]; then
                      { [ -f .device-carry/src.tar ] && git get-tar-commit-id < .device-carry/src.tar | cut -c1-12; } || echo unknown)
   export VLA_GIT_REVISION
 fi
+[ -n "${RUNS_IN:-}" ] && RUNS_IN=$(realpath "$RUNS_IN")  # before device-env.sh changes directory
 source gpu/device-env.sh
 WORK=${WORK:-/tmp/vla-studies}
+if [ -n "${RUNS_IN:-}" ]; then
+  mkdir -p "$WORK/runs" && cp -rn "$RUNS_IN/." "$WORK/runs/" && echo "run store seeded from $RUNS_IN"
+fi
 STUDIES=${STUDIES:-"fig5-mqar-capacity table9-per-seed table8-vla-training-logs fig6-mqar-long-context fig7-copy
   table11-capacity-curve table10-capacity-boundary fig8-overload table12-steps-effect fig9-ood table4-ablation recipe-sensitivity
   recipe-capacity"}
@@ -58,6 +66,8 @@ elif [ "${REPORT:-1}" = 1 ]; then
 fi
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/reports" && cp -r "$WORK/reports/." "$OUT/reports/" && echo "copied $WORK/reports to $OUT/reports"
+  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -type f ! -name 'checkpoint*' -print0 | xargs -0 -r cp --parents -t "$OUT/") &&
+    echo "copied the run store without checkpoints to $OUT/runs"
 fi
 echo "run-gpu status $status"
 exit $status
