@@ -88,15 +88,6 @@ template <int D> __device__ __forceinline__ float row_dot(const float (&M)[Layou
   return acc;
 }
 
-// c / ||x|| for c unit(x) = c x / ||x|| (Alg. 1 lines 9, 10, 20), from n = ||x|| summed in fp32: `zero` where
-// x = 0 (a zero vector stays zero); NaN where the squared norm overflowed fp32 (n = inf), because
-// 1 / inf = 0 would silently turn a huge key into the zero vector. The CPU rules rescale before
-// squaring (core/feature_map.hpp, unit()) and stay exact there; this kernel does not pay for that on
-// every step, and says so with a NaN instead.
-__device__ __forceinline__ float inv_norm(float n, float zero, float c = 1.f) {
-  return n == 0.f ? zero : (isinf(n) ? __int_as_float(0x7fffffff) : c / n);
-}
-
 template <RecurrentKind K, int D, bool STATS, bool CKPT>
 __global__ void __launch_bounds__(Layout<D>::THREADS)
     recurrent_forward_kernel(const RecurrentTensors x, const RecurrentParams prm) {
@@ -129,6 +120,13 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     A[j] = (kVla && p * C + j == i) ? 1.f / prm.lambda0 : 0.f;    // A_0 = I / lambda0 (line 4)
   }
   float zsum = 0.f;  // z_i of eq. (11): sum of phi(k_s), s <= t
+  // zsum is set to NaN from the step where a squared norm of unit() (||phi(k)||^2, ||u_raw||^2,
+  // ||alpha||^2; Alg. 1 lines 9, 10, 20) overflows fp32: unit(x) would take 1 / inf = 0 there and the
+  // recurrence would go on with finite wrong values. The CPU rules rescale before squaring
+  // (core/feature_map.hpp, unit()) and stay exact; this kernel does not pay for a rescale on every step
+  // and prints NaN from that step on instead (a NaN z makes every later normaliser NaN). Tested off the
+  // step's dependent chain: selects on 1 / ||x|| there cost 7% at d = 32, a flag register spills at d = 128.
+  const float kNaN = __int_as_float(0x7fffffff);
 
   // Inputs of step t in registers; step t+1's are loaded at the top of step t (they do not depend
   // on the state), so the global-load latency overlaps the step.
@@ -174,12 +172,12 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     // Reduction 1: ||phi(k)||^2, (VLA: ||u_raw||^2 | others: phi(k).phi(q)), phi(q).z_t
     float r1[3] = {kf * kf, kVla ? ur * ur : kf * qf, qf * zsum};
     row_sum_barrier<D, 3>(r1, slot[b][0]);
-    // max(phi(q)^T z, eps), NaN stays NaN (eq. 11). An infinite normaliser (phi(q)^T z past the fp32
-    // range) gives NaN, not the 0 that S q / inf would print: the read is undefined there, as on the
-    // CPU (core/rules/normalised_memory.hpp, normalised_read).
-    const float den = r1[2] < eps ? eps : (isinf(r1[2]) ? __int_as_float(0x7fffffff) : r1[2]);
+    // max(phi(q)^T z, eps), NaN stays NaN (eq. 11); an infinite one is turned into a NaN row at the
+    // store below (not the 0 that S q / inf gives), as the CPU read does (normalised_read).
+    const float den = r1[2] < eps ? eps : r1[2];
     const float nk = sqrtf(r1[0]);
-    const float inv_nk = inv_norm(nk, 1.f);  // unit(phi(k)), line 9
+    const float inv_nk = nk == 0.f ? 1.f : 1.f / nk;  // unit(): a zero vector stays zero
+    if constexpr (K != RecurrentKind::Linear) zsum = isinf(nk) ? kNaN : zsum;
 
     float o_i, delta = 0.f;
     float mv[4] = {0.f, 0.f, 0.f, 0.f};  // S q, S phi(k), A u_raw, A phi(k) over this part's columns
@@ -193,7 +191,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
 
     if constexpr (kVla) {
       const float nu = sqrtf(r1[1]);
-      const float su = inv_norm(nu, 0.f, scale);   // u = u_raw * su (line 10)
+      const float su = nu == 0.f ? 0.f : scale / nu;  // u = u_raw * su (line 10)
       const float k_hat = kf * inv_nk;                 // line 9
       const float u_i = ur * su;
       const float z_i = mv[2] * su;                    // z = A_{t-1} u (line 12)
@@ -211,7 +209,8 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
       float r3[2] = {alpha_i * alpha_i, alpha_i * qf};
       row_sum_barrier<D, 2>(r3, slot[b][2]);
       const float na = sqrtf(r3[0]);
-      const float inv_na = inv_norm(na, 0.f);    // alpha_hat = unit(alpha) (line 20)
+      const float inv_na = na == 0.f ? 0.f : 1.f / na;  // alpha_hat = unit(alpha) (line 20)
+      zsum = isinf(nu) || isinf(na) ? kNaN : zsum;
       o_i = (mv[0] + e_i * (r3[1] * inv_na)) / den;    // o = S_t phi(q) / den (line 26)
       const float zi_dc = z_i / dc;
 #pragma unroll
@@ -248,7 +247,7 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
         S[j] += vr * kj.x;  S[j + 1] += vr * kj.y;  S[j + 2] += vr * kj.z;  S[j + 3] += vr * kj.w;
       }
     }
-    if (writer) x.o[base + (long long)t * D + i] = o_i;
+    if (writer) x.o[base + (long long)t * D + i] = isinf(den) || isnan(zsum) ? kNaN : o_i;
 
     if constexpr (STATS) {
       float r4[2] = {0.f, 0.f};  // ||S_t||_F^2, ||A_t||_F^2 over this thread's entries
