@@ -3,6 +3,7 @@
 // the toolkit or the parser (CLI11: an unknown flag, a missing value, a value of the wrong type) finds
 // it; a failure while running exits 1. Nothing is left half-written (core/io/atomic_file.hpp).
 #include "cli/command.hpp"
+#include "core/io/provenance.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   CLI::App app{"vla: numerical research toolkit for the stability and capacity of linear-attention memories "
                "(Variational Linear Attention and its baselines)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("vla ") + VLA_VERSION + " (" + VLA_GIT_REVISION + ")");
+  app.set_version_flag("--version", std::string("vla ") + VLA_VERSION + " (" + vla::io::git_revision() + ")");
   auto& commands = vla::cli::registry();
   std::sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& c : commands) c.setup(*app.add_subcommand(c.name, c.help));

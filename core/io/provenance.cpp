@@ -1,5 +1,7 @@
 #include "core/io/provenance.hpp"
 
+#include "vla_git_revision.h"  // generated at build time (core/git_revision.cmake)
+
 #include <array>
 #include <ctime>
 
