@@ -5,8 +5,8 @@
 #   kernel for on the host's CPU beside them) -> the report.
 # Work happens in WORK (default /tmp/vla-studies: the run store WORK/runs and the study folders
 # WORK/reports); on a machine that stays up between calls, running the script again continues where it
-# stopped and redoes nothing finished. At the end WORK/reports (small: no checkpoints) is copied to
-# $OUT/reports when OUT is set (the device tool returns $OUT).
+# stopped and redoes nothing finished. WORK/reports starts from the committed reports/ (a study that
+# reads another's outputs, such as recipe-capacity reading recipe-sensitivity's best recipes, finds them).
 # Settings (environment):
 #   STUDIES="..."   study ids (default: every study that trains, and the two latency studies' GPU bench)
 #   LIMIT_S=N       stop resumably (SIGINT to the sweep) after N seconds of studies: for 10-minute calls
@@ -15,30 +15,37 @@
 #   GPU_ONLY=1      leave those runs out (reported as not run)
 #   PAIRS=8,16      recipe-sensitivity and recipe-capacity at these MQAR n only
 #   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
-#   RUNS_IN=DIR     finished runs to start from (a run store without checkpoints, as RUNS_OUT writes it): for a
-#                   sweep that continues on a fresh machine; runs with a summary.json are not trained again
-#   At the end the run store without its checkpoints (summary.json, log.csv, config: what a finished run
-#   is) is copied to $OUT/runs, so that a sweep cut by the machine going back continues elsewhere.
+#   RUNS_IN=FILE    finished runs to start from (runs.tgz as written below): for a sweep that continues on a
+#                   fresh machine; runs with a summary.json are not trained again
+#   At the end WORK/reports goes to $OUT/reports.tgz and the run store without its checkpoints (summary.json,
+#   log.csv, key.json: what a finished run is) to $OUT/runs.tgz, so that a sweep cut by the machine going
+#   back continues elsewhere. Tarballs, because the device tool does not bring back deep folder trees.
 # Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/vla-studies-out}
-# The revision the results will carry: the checkout's, or the one `git archive` wrote into the snapshot.
+# The revision the results will carry: the one `git archive` wrote into the snapshot when one is carried
+# (gpu/device-env.sh builds that, not the checkout), else the checkout's.
 if [ -z "${VLA_GIT_REVISION:-}" ]; then
-  VLA_GIT_REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null ||
-                     { [ -f .device-carry/src.tar ] && git get-tar-commit-id < .device-carry/src.tar | cut -c1-12; } || echo unknown)
+  if [ -f .device-carry/src.tar ]; then
+    VLA_GIT_REVISION=$(git get-tar-commit-id < .device-carry/src.tar | cut -c1-12)
+  else
+    VLA_GIT_REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null)
+  fi
+  VLA_GIT_REVISION=${VLA_GIT_REVISION:-unknown}
   export VLA_GIT_REVISION
 fi
 [ -n "${RUNS_IN:-}" ] && RUNS_IN=$(realpath "$RUNS_IN")  # before device-env.sh changes directory
 source gpu/device-env.sh
 WORK=${WORK:-/tmp/vla-studies}
 if [ -n "${RUNS_IN:-}" ]; then
-  mkdir -p "$WORK/runs" && cp -rn "$RUNS_IN/." "$WORK/runs/" && echo "run store seeded from $RUNS_IN"
+  mkdir -p "$WORK" && tar -xzkf "$RUNS_IN" -C "$WORK" 2>/dev/null; echo "run store seeded from $RUNS_IN"
 fi
 STUDIES=${STUDIES:-"fig5-mqar-capacity table9-per-seed table8-vla-training-logs fig6-mqar-long-context fig7-copy
   table11-capacity-curve table10-capacity-boundary fig8-overload table12-steps-effect fig9-ood table4-ablation recipe-sensitivity
   recipe-capacity"}
 mkdir -p "$WORK/reports/gpu-bench"
+cp -rn reports/. "$WORK/reports/" 2>/dev/null  # the committed study outputs, never over this machine's
 device_build vla
 V="$BUILD/bin/vla"
 
@@ -65,9 +72,9 @@ elif [ "${REPORT:-1}" = 1 ]; then
   "$V" report --out "$WORK/reports" | tail -1
 fi
 if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/reports" && cp -r "$WORK/reports/." "$OUT/reports/" && echo "copied $WORK/reports to $OUT/reports"
-  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -type f ! -name 'checkpoint*' -print0 | xargs -0 -r cp --parents -t "$OUT/") &&
-    echo "copied the run store without checkpoints to $OUT/runs"
+  mkdir -p "$OUT" && tar -czf "$OUT/reports.tgz" -C "$WORK" reports && echo "wrote $OUT/reports.tgz"
+  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -type f ! -name 'checkpoint*' | tar -czf "$OUT/runs.tgz" -T -) &&
+    echo "wrote $OUT/runs.tgz (the run store without checkpoints)"
 fi
 echo "run-gpu status $status"
 exit $status
