@@ -1,0 +1,19 @@
+set terminal pngcairo size 900,560 enhanced font 'Sans,11'
+set output "capacity_trained.png"
+set datafile separator ','
+set datafile missing 'nan'
+set title "Trained at the best recipe: accuracy vs n / d_h" noenhanced
+set xlabel "n / d_h" noenhanced
+set ylabel "eval exact match" noenhanced
+set grid
+set key outside right top noenhanced
+set yrange [0:1.05]
+set arrow from 1, graph 0 to 1, graph 1 nohead dt 2
+plot "capacity_trained.csv" skip 1 using 1:2 with linespoints lw 2 title "Softmax d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:3 with linespoints lw 2 title "Softmax d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:4 with linespoints lw 2 title "Linear d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:6 with linespoints lw 2 title "Linear d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:8 with linespoints lw 2 title "DeltaNet d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:10 with linespoints lw 2 title "DeltaNet d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:12 with linespoints lw 2 title "VLA d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:14 with linespoints lw 2 title "VLA d_h = 32"

@@ -1,0 +1,18 @@
+set terminal pngcairo size 900,560 enhanced font 'Sans,11'
+set output "capacity_untrained.png"
+set datafile separator ','
+set datafile missing 'nan'
+set title "Untrained (Prop. 3): recovery error vs n / d_h" noenhanced
+set xlabel "n / d_h" noenhanced
+set ylabel "max relative error" noenhanced
+set grid
+set key outside right top noenhanced
+set logscale y
+set format y '10^{%L}'
+set arrow from 1, graph 0 to 1, graph 1 nohead dt 2
+plot "capacity_untrained.csv" skip 1 using 1:5 with linespoints lw 2 title "Linear d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:7 with linespoints lw 2 title "Linear d_h = 32", \
+     "capacity_untrained.csv" skip 1 using 1:9 with linespoints lw 2 title "DeltaNet d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:11 with linespoints lw 2 title "DeltaNet d_h = 32", \
+     "capacity_untrained.csv" skip 1 using 1:13 with linespoints lw 2 title "VLA d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:15 with linespoints lw 2 title "VLA d_h = 32"
