@@ -81,12 +81,7 @@ void plan(const Args& a) {
   }
   // Without CUDA in this build, what a CUDA build would train on the GPU: the rule's GPU trait decides.
   std::function<bool(const vla::train::TrainConfig&)> on_gpu = [](const vla::train::TrainConfig& c) {
-    try {
-      vla::gpu_kernel_for(c.model.mixer, c.model.d_head, vla::GpuUse::Training);
-      return true;
-    } catch (const std::invalid_argument&) {
-      return false;
-    }
+    return !vla::gpu_unsupported(c.model.mixer, c.model.d_head, vla::GpuUse::Training);
   };
 #ifdef VLA_HAVE_CUDA
   const auto dev = vla::cli::training_device("cuda");

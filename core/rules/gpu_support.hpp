@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -42,28 +43,33 @@ inline std::string gpu_mixer_names(GpuUse use) {
   return out;
 }
 
-// The kernel that runs cfg's mixer at head width d_head for `use`, with its parameters; throws
-// std::invalid_argument naming the flag and what is allowed when there is none.
-inline GpuKernel gpu_kernel_for(const MixerConfig& cfg, int d_head, GpuUse use) {
+// Why no GPU kernel runs cfg's mixer at head width d_head for `use` (the message names the flag and what
+// is allowed), or nothing when one does: the question a planner asks without catching an exception.
+inline std::optional<std::string> gpu_unsupported(const MixerConfig& cfg, int d_head, GpuUse use) {
   const GpuKernel k = gpu_kernel_of(cfg);
   if (!gpu_serves(k.path, use))
-    throw std::invalid_argument(fmt::format("--mixer: '{}' has no GPU {} (allowed with --device cuda: {})", cfg.mixer,
-                                            use == GpuUse::Training ? "training path" : "kernel", gpu_mixer_names(use)));
+    return fmt::format("--mixer: '{}' has no GPU {} (allowed with --device cuda: {})", cfg.mixer,
+                       use == GpuUse::Training ? "training path" : "kernel", gpu_mixer_names(use));
   const std::span<const int> heads = k.path == GpuPath::Softmax ? std::span<const int>(kGpuSoftmaxHeads)
                                      : use == GpuUse::Training  ? std::span<const int>(kGpuTrainingHeads)
                                                                 : std::span<const int>(kGpuForwardHeads);
   if (std::find(heads.begin(), heads.end(), d_head) == heads.end())
-    throw std::invalid_argument(fmt::format("--d-head: {} has no GPU {} (allowed with --device cuda: {})", d_head,
-                                            k.path == GpuPath::Softmax ? "softmax path"
-                                            : use == GpuUse::Training  ? "backward kernel"
-                                                                       : "kernel",
-                                            fmt::join(heads, ", ")));
-  if (k.rank != 1)
-    throw std::invalid_argument(fmt::format("--rank: the GPU kernel implements rank 1 (Algorithm 1) only, got {}", k.rank));
-  if (!k.clamp)
-    throw std::invalid_argument("--delta-policy: the GPU kernel implements Algorithm 1's clamp only (allowed: clamp)");
-  if (k.renormalise) throw std::invalid_argument("--renormalise: the GPU kernels have no S renormalisation (allowed: off)");
-  return k;
+    return fmt::format("--d-head: {} has no GPU {} (allowed with --device cuda: {})", d_head,
+                       k.path == GpuPath::Softmax ? "softmax path"
+                       : use == GpuUse::Training  ? "backward kernel"
+                                                  : "kernel",
+                       fmt::join(heads, ", "));
+  if (k.rank != 1) return fmt::format("--rank: the GPU kernel implements rank 1 (Algorithm 1) only, got {}", k.rank);
+  if (!k.clamp) return std::string("--delta-policy: the GPU kernel implements Algorithm 1's clamp only (allowed: clamp)");
+  if (k.renormalise) return std::string("--renormalise: the GPU kernels have no S renormalisation (allowed: off)");
+  return std::nullopt;
+}
+
+// The kernel that runs cfg's mixer at head width d_head for `use`, with its parameters; throws
+// std::invalid_argument with gpu_unsupported's message when there is none.
+inline GpuKernel gpu_kernel_for(const MixerConfig& cfg, int d_head, GpuUse use) {
+  if (auto why = gpu_unsupported(cfg, d_head, use)) throw std::invalid_argument(*why);
+  return gpu_kernel_of(cfg);
 }
 
 }  // namespace vla

@@ -77,3 +77,19 @@ TEST_CASE("GPU limits are refused naming the flag and what is allowed", "[gpu-tr
   c.renorm_threshold = 10.0;
   CHECK_THROWS_WITH(gpu_kernel_for(c, 32, GpuUse::LayerForward), Catch::Contains("--renormalise"));
 }
+
+TEST_CASE("gpu_unsupported answers exactly where gpu_kernel_for throws, with the same message", "[gpu-trait]") {
+  // The planner (`vla study plan`) asks gpu_unsupported; the commands call gpu_kernel_for. If they
+  // disagreed, the plan would send a run to a GPU that then refuses it, or keep one on the CPU.
+  for (const std::string m : {"vla", "vla-v2", "linear", "deltanet", "softmax", "retnet", "mamba2"})
+    for (int d : {16, 24, 32, 64, 128})
+      for (GpuUse use : {GpuUse::Training, GpuUse::LayerForward}) {
+        INFO(m << " d_head " << d << (use == GpuUse::Training ? " training" : " layer forward"));
+        const auto why = gpu_unsupported(named(m), d, use);
+        if (why) {
+          CHECK_THROWS_WITH(gpu_kernel_for(named(m), d, use), *why);
+        } else {
+          CHECK_NOTHROW(gpu_kernel_for(named(m), d, use));
+        }
+      }
+}
