@@ -120,6 +120,11 @@ template <class T> inline bool is_finite(const T& x) {
 }
 
 template <class Derived> inline bool all_finite(const Eigen::MatrixBase<Derived>& m) {
+  // float and double: a finite sum means every entry is finite (an inf or NaN entry makes the sum inf
+  // or NaN), and Eigen vectorises the sum; only a non-finite sum (a non-finite entry, or finite entries
+  // whose sum overflows) needs the entry-by-entry test below. MixerLayer calls this after every step.
+  if constexpr (std::is_same_v<typename Derived::Scalar, float> || std::is_same_v<typename Derived::Scalar, double>)
+    if (std::isfinite(m.sum())) return true;
   for (Eigen::Index j = 0; j < m.cols(); ++j)
     for (Eigen::Index i = 0; i < m.rows(); ++i)
       if (!is_finite(m(i, j))) return false;

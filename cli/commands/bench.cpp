@@ -1,3 +1,9 @@
+// `vla bench step-check`: on the CPU, what the per-step non-finite check of every layer forward
+// (core/rules/non_finite.hpp, called by MixerLayer after each step) costs against the rule's step alone:
+// T steps of one head over pre-generated random inputs, with and without the check, interleaved, median
+// of --reps; the ratio is an upper bound on the check's share of a layer forward (which adds the four
+// projections per token).
+//
 // `vla bench attention --device cuda`: times the fused forward kernels (VLA, linear attention, DeltaNet)
 // and each one's forward+backward (gpu/recurrent_backward.hpp), and the toolkit's causal softmax attention
 // (gpu/softmax_attention.hpp, cuBLAS + row kernels, query-chunked so that T = 65536 fits), forward and
@@ -8,10 +14,14 @@
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "core/io/csv.hpp"
+#include "core/rules/non_finite.hpp"
+#include "core/rules/registry.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -183,7 +193,73 @@ void run(const BenchArgs& a) {
 #endif
 }
 
-const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommand: attention)", [](CLI::App& app) {
+struct StepCheckArgs {
+  std::vector<std::string> precisions{"float", "double", "mp50"};
+  std::vector<std::string> mixers{"vla", "deltanet", "linear"};
+  int T = 2000, batch = 1, d_head = 32, reps = 5;
+};
+
+// The precisions step-check can time (a sub-list: each one instantiates every rule's step here).
+using StepCheckPrecisions = vla::Precisions::sub<vla::Precision<float>, vla::Precision<double>, vla::Precision<vla::half>,
+                                                 vla::Precision<vla::mp50>>;
+
+// Median seconds of T steps of `mixer` in P without and with the check, one head, batch B.
+template <class P> std::pair<double, double> time_step_check(const std::string& mixer, const StepCheckArgs& a) {
+  vla::MixerConfig cfg;
+  cfg.mixer = mixer;
+  return vla::with_rule<P>(cfg, [&](auto rule) {
+    using S = typename decltype(rule)::storage_t;
+    std::mt19937_64 gen(7);
+    std::normal_distribution<double> n(0.0, 1.0);
+    auto random = [&](int rows, int cols) {
+      vla::Mat<S> m(rows, cols);
+      for (auto& e : m.reshaped()) e = vla::scalar_cast<S>(n(gen));
+      return m;
+    };
+    std::vector<vla::HeadInputs<S>> in(a.T);  // (d_h, B) per token, as MixerLayer hands them to the rule
+    for (auto& x : in) {
+      x.q = random(a.d_head, a.batch); x.k = random(a.d_head, a.batch); x.v = random(a.d_head, a.batch);
+      if (decltype(rule)::needs.penalty) x.u = random(a.d_head, a.batch);
+      if (decltype(rule)::needs.gate) x.gate = random(a.batch, 1).col(0);
+    }
+    auto run = [&](bool check) {
+      auto st = rule.init(a.batch, a.d_head);
+      vla::Mat<S> out;
+      int found = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int t = 0; t < a.T; ++t) {
+        rule.step(st, in[t], out, nullptr);
+        if (check)
+          for (int b = 0; b < a.batch; ++b) found += vla::first_non_finite(st, b, in[t], out) != nullptr;
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (found) throw std::runtime_error(fmt::format("bench step-check: {} in {} went non-finite", mixer, P::name()));
+      return s;
+    };
+    std::vector<double> off, on;
+    run(false);  // warm-up: allocations, caches
+    for (int r = 0; r < a.reps; ++r) { off.push_back(run(false)); on.push_back(run(true)); }
+    auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+    return std::pair{median(off), median(on)};
+  });
+}
+
+void run_step_check(const StepCheckArgs& a) {
+  if (a.T < 1 || a.batch < 1 || a.d_head < 1 || a.reps < 1)
+    throw std::invalid_argument("--T, --batch, --d-head, --reps: each must be >= 1");
+  fmt::print("per-step non-finite check (core/rules/non_finite.hpp) vs the rule's step alone, CPU, one thread, "
+             "T = {}, B = {}, d_h = {}, median of {}\n", a.T, a.batch, a.d_head, a.reps);
+  fmt::print("{:>10} {:>10} {:>14} {:>14} {:>12}\n", "precision", "mixer", "step us", "step+check us", "ratio");
+  for (const auto& p : a.precisions)
+    for (const auto& m : a.mixers) {
+      const auto [off, on] = vla::with_precision_in<StepCheckPrecisions>(p, "--precisions", [&](auto P) {
+        return time_step_check<decltype(P)>(m, a);
+      });
+      fmt::print("{:>10} {:>10} {:>14.3f} {:>14.3f} {:>12.3f}\n", p, m, 1e6 * off / a.T, 1e6 * on / a.T, on / off);
+    }
+}
+
+const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention, step-check)", [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   app.require_subcommand(1);
   auto* att = app.add_subcommand("attention", "time the fused recurrent kernels and the toolkit softmax (forward, forward+backward) on the GPU");
@@ -195,6 +271,15 @@ const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommand: attention)
   att->add_option("--reps", args->reps, "timed runs per point (median reported)");
   att->add_option("--csv", args->csv, "also write the table to this CSV file");
   att->final_callback([args] { run(*args); });
+  auto sc_args = std::make_shared<StepCheckArgs>();
+  auto* sc = app.add_subcommand("step-check", "time the per-step non-finite check against the rule's step alone (CPU)");
+  vla::cli::add_list_option(*sc, "--precisions", sc_args->precisions, "precisions (float, double, half, mp50)");
+  vla::cli::add_list_option(*sc, "--mixers", sc_args->mixers, "mixers, comma separated");
+  sc->add_option("--T", sc_args->T, "steps per timed run");
+  sc->add_option("--batch", sc_args->batch, "batch size B");
+  sc->add_option("--d-head", sc_args->d_head, "head size d_h");
+  sc->add_option("--reps", sc_args->reps, "timed runs with and without the check (median reported)");
+  sc->final_callback([sc_args] { run_step_check(*sc_args); });
 }};
 
 }  // namespace

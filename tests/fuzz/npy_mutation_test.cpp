@@ -138,3 +138,21 @@ TEST_CASE("npy reader under 40,000 deterministic mutations: decoded exactly or r
   // microseconds, so one second is a bound no loaded machine reaches.
   CHECK(r.slowest < 1.0);
 }
+
+TEST_CASE("npy: a zero-size array with a huge dimension decodes at once, as no elements", "[io][fuzz]") {
+  // libFuzzer's `make fuzz` found this input hanging the checker: shape (921474836, 0) declares no
+  // element. If this fails, the reader (or what checks it) walks a dimension instead of the elements,
+  // and such a header costs seconds or more.
+  for (const char* shape : {"(921474836, 0)", "(0, 2147483647)", "(2147483647, 0)"}) {
+    std::string h = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': {}, }}", shape);
+    h.append(117 - h.size(), ' ');  // 10 + 118 = 128 bytes before the data, as numpy aligns them
+    const std::string f = std::string("\x93NUMPY\x01\x00", 8) + char(h.size() + 1) + '\0' + h + '\n';
+    INFO(io::escape_bytes(f, 1024));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto v = fuzz::check_npy(f);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(v.accepted);
+    CHECK(v.finding.empty());
+    CHECK(s < 1.0);
+  }
+}

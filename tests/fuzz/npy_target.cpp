@@ -27,20 +27,22 @@ std::string agrees_with_input(const io::NpyArray& a, std::string_view bytes) {
     return fmt::format("accepted a ({}, {}) array of {}-byte values from a {}-byte data section", m.rows(), m.cols(),
                        itemsize, bytes.size() - start);
   const char* p = bytes.data() + start;
-  for (Eigen::Index i = 0; i < m.rows(); ++i)
-    for (Eigen::Index j = 0; j < m.cols(); ++j) {
-      const char* e = p + (std::size_t(i) * std::size_t(m.cols()) + std::size_t(j)) * itemsize;
-      double want;
-      if (itemsize == 8) {
-        std::memcpy(&want, e, 8);
-      } else {
-        float f;
-        std::memcpy(&f, e, 4);
-        want = f;
-      }
-      if (std::bit_cast<std::uint64_t>(want) != std::bit_cast<std::uint64_t>(m(i, j)))
-        return fmt::format("element ({}, {}) decoded as {}, the file holds {}", i, j, m(i, j), want);
+  // One pass over the elements in file (row-major) order: a (2^31 - 1, 0) array has no element and must
+  // cost nothing here either.
+  for (Eigen::Index n = 0; n < m.size(); ++n) {
+    const Eigen::Index i = n / m.cols(), j = n % m.cols();
+    const char* e = p + std::size_t(n) * itemsize;
+    double want;
+    if (itemsize == 8) {
+      std::memcpy(&want, e, 8);
+    } else {
+      float f;
+      std::memcpy(&f, e, 4);
+      want = f;
     }
+    if (std::bit_cast<std::uint64_t>(want) != std::bit_cast<std::uint64_t>(m(i, j)))
+      return fmt::format("element ({}, {}) decoded as {}, the file holds {}", i, j, m(i, j), want);
+  }
   return {};
 }
 
