@@ -194,20 +194,21 @@ NpyArray decode_npy(const std::string& bytes, const std::string& source) {
 
   a.data.resize(rows, cols);
   const char* p = bytes.data() + data_start;
-  // C order: element (i, j) is at i * cols + j.
-  for (long long i = 0; i < rows; ++i)
-    for (long long j = 0; j < cols; ++j) {
-      const char* e = p + (std::size_t(i) * std::size_t(cols) + std::size_t(j)) * itemsize;
-      if (itemsize == 8) {
-        double x;
-        std::memcpy(&x, e, 8);
-        a.data(i, j) = x;
-      } else {
-        float x;
-        std::memcpy(&x, e, 4);
-        a.data(i, j) = x;
-      }
+  // C order: element (i, j) is at i * cols + j. One pass over the n elements, not over a dimension: a
+  // (2^31 - 1, 0) array holds nothing and must cost nothing.
+  for (std::size_t k = 0; k < n; ++k) {
+    const long long i = static_cast<long long>(k / std::size_t(cols)), j = static_cast<long long>(k % std::size_t(cols));
+    const char* e = p + k * itemsize;
+    if (itemsize == 8) {
+      double x;
+      std::memcpy(&x, e, 8);
+      a.data(i, j) = x;
+    } else {
+      float x;
+      std::memcpy(&x, e, 4);
+      a.data(i, j) = x;
     }
+  }
   return a;
 }
 
@@ -252,17 +253,16 @@ std::string encode_npy(const Mat<double>& data, int ndim, NpyDtype dtype) {
   out.resize(start + std::size_t(data.size()) * itemsize);
   char* p = out.data() + start;
   // 1-D: elements in storage order of the single row/column; 2-D: C (row-major) order.
-  for (Eigen::Index i = 0; i < data.rows(); ++i)
-    for (Eigen::Index j = 0; j < data.cols(); ++j) {
-      const std::size_t idx = std::size_t(i) * std::size_t(data.cols()) + std::size_t(j);
-      if (itemsize == 8) {
-        const double x = data(i, j);
-        std::memcpy(p + idx * 8, &x, 8);
-      } else {
-        const float x = static_cast<float>(data(i, j));
-        std::memcpy(p + idx * 4, &x, 4);
-      }
+  for (std::size_t idx = 0; idx < std::size_t(data.size()); ++idx) {
+    const Eigen::Index i = Eigen::Index(idx / std::size_t(data.cols())), j = Eigen::Index(idx % std::size_t(data.cols()));
+    if (itemsize == 8) {
+      const double x = data(i, j);
+      std::memcpy(p + idx * 8, &x, 8);
+    } else {
+      const float x = static_cast<float>(data(i, j));
+      std::memcpy(p + idx * 4, &x, 4);
     }
+  }
   return out;
 }
 
