@@ -2,6 +2,8 @@
 
 #include "core/feature_map.hpp"
 #include "core/rules/additive_chunked.hpp"
+#include "core/rules/delta_chunked.hpp"
+#include "core/rules/deltanet/rule.hpp"
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
@@ -11,66 +13,81 @@
 
 namespace vla::analysis {
 
-namespace {
-
-using P = Precision<mp50>;
-
-struct Inputs {
-  Mat<mp50> q, k, v;  // (T, d), tokens as rows
-  Vec<mp50> g;        // (T) gate logits (Mamba-2's decay)
-};
-
-// The rule stepped over the inputs, batch 1: the outputs as rows.
-template <class Rule> Mat<mp50> recurrent(const Rule& rule, const Inputs& x) {
-  const Eigen::Index T = x.q.rows(), d = x.q.cols();
-  auto st = rule.init(1, int(d));
-  HeadInputs<mp50> in;
-  Mat<mp50> out, O(T, d);
-  for (Eigen::Index t = 0; t < T; ++t) {
-    in.q = x.q.row(t).transpose();
-    in.k = x.k.row(t).transpose();
-    in.v = x.v.row(t).transpose();
-    in.gate = Vec<mp50>::Constant(1, x.g(t));
-    rule.step(st, in, out, nullptr);
-    O.row(t) = out.transpose();
-  }
-  return O;
-}
-
-}  // namespace
-
-ChunkedExactness chunked_exactness_mp50(const std::string& rule, int T, int d, const std::vector<int>& chunks, std::uint64_t seed) {
+HeadStream chunk_test_stream(int d, int T, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::normal_distribution<double> n(0.0, 1.0);
-  Inputs x{Mat<mp50>(T, d), Mat<mp50>(T, d), Mat<mp50>(T, d), Vec<mp50>(T)};
-  for (auto* m : {&x.q, &x.k, &x.v})
+  HeadStream s;
+  s.d = d;
+  s.T = T;
+  s.q.resize(d, T); s.k.resize(d, T); s.v.resize(d, T);
+  for (auto* m : {&s.q, &s.k, &s.v})
     for (auto& e : m->reshaped()) e = n(gen);
-  for (auto& e : x.g) e = 2.0 + n(gen);
+  s.u = Mat<double>::Zero(d, T);
+  s.gate.resize(T);
+  for (auto& e : s.gate) e = 2.0 + n(gen);
+  return s;
+}
 
-  Mat<mp50> truth, fq = x.q, fk = x.k;
-  Vec<mp50> gamma = Vec<mp50>::Ones(T);
-  bool normalised = false;
-  if (rule == "linear") {
-    truth = recurrent(LinearAttentionRule<P>(), x);
-    fq = x.q.unaryExpr([](const mp50& a) { return elu_plus_one(a); });  // phi (eq. 3)
-    fk = x.k.unaryExpr([](const mp50& a) { return elu_plus_one(a); });
-    normalised = true;
-  } else if (rule == "retnet") {
-    truth = recurrent(RetNetRule<P>(), x);
-    gamma.setConstant(mp50(RetNetOptions{}.gamma));
-  } else if (rule == "mamba2") {
-    truth = recurrent(Mamba2Rule<P>(), x);
-    for (int t = 0; t < T; ++t) gamma(t) = sigmoid(x.g(t));
-  } else {
-    throw std::invalid_argument("rule: the chunkwise form covers linear, retnet, mamba2; got '" + rule + "'");
-  }
+namespace {
+void check_rule(const std::string& rule) {
+  for (const auto& r : kChunkedRules)
+    if (r == rule) return;
+  throw std::invalid_argument("rule: the chunkwise forms cover linear, retnet, mamba2, deltanet; got '" + rule + "'");
+}
+
+// phi applied row by row ((T, d) tokens as rows).
+template <class T> Mat<T> phi_rows(const Mat<T>& x) { return x.unaryExpr([](const T& a) { return elu_plus_one(a); }); }
+}  // namespace
+
+template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStream& s, int chunk) {
+  check_rule(rule);
+  // Tokens as rows, rounded to T once (the recurrent rule stores its inputs so).
+  const Mat<T> q = cast_matrix<T>(Mat<double>(s.q.transpose())), k = cast_matrix<T>(Mat<double>(s.k.transpose())),
+               v = cast_matrix<T>(Mat<double>(s.v.transpose()));
+  Vec<T> gate(s.T);
+  for (int t = 0; t < s.T; ++t) gate(t) = sigmoid(scalar_cast<T>(s.gate(t)));
+  const T eps = scalar_cast<T>(FastWeightOptions{}.eps);
+  if (rule == "linear")  // eq. 3: phi features, undecayed, normalised read
+    return additive_chunked<T>(phi_rows(q), phi_rows(k), v, Vec<T>::Ones(s.T), chunk, true, eps).O;
+  if (rule == "retnet")  // constant decay, raw q and k
+    return additive_chunked<T>(q, k, v, Vec<T>::Constant(s.T, scalar_cast<T>(RetNetOptions{}.gamma)), chunk, false, T(0)).O;
+  if (rule == "mamba2")  // gamma_t = sigmoid(g_t)
+    return additive_chunked<T>(q, k, v, gate, chunk, false, T(0)).O;
+  // deltanet (eq. 4): S_t = beta_t S_{t-1} + (v_t - S_{t-1} k_hat_t) k_hat_t^T, a = beta, b = c = 1; the
+  // write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
+  const Mat<T> fk = phi_rows(k);
+  Mat<T> k_hat(s.T, s.d);
+  for (int t = 0; t < s.T; ++t) k_hat.row(t) = unit(Vec<T>(fk.row(t).transpose())).transpose();
+  const DeltaCoefficients<T> w{gate, Vec<T>::Ones(s.T), Vec<T>::Ones(s.T)};
+  return delta_chunked<T>(phi_rows(q), k_hat, fk, v, w, chunk, true, eps).O;
+}
+
+template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadStream& s) {
+  check_rule(rule);
+  using P = Precision<T>;
+  if (rule == "linear") return rule_outputs<T>(LinearAttentionRule<P>(), s);
+  if (rule == "retnet") return rule_outputs<T>(RetNetRule<P>(), s);
+  if (rule == "mamba2") return rule_outputs<T>(Mamba2Rule<P>(), s);
+  return rule_outputs<T>(DeltaNetRule<P>(), s);
+}
+
+ChunkedExactness chunked_exactness_mp50(const std::string& rule, const HeadStream& s, const std::vector<int>& chunks) {
+  const Mat<mp50> truth = recurrent_outputs<mp50>(rule, s);
   ChunkedExactness r{rule, 0.0, 0};
   for (int c : chunks) {
-    const auto ch = additive_chunked<mp50>(fq, fk, x.v, gamma, c, normalised, mp50(FastWeightOptions{}.eps));
-    const double diff = to_double(mp50((ch.O - truth).norm() / truth.norm()));
+    const double diff = to_double(mp50((chunked_outputs<mp50>(rule, s, c) - truth).norm() / truth.norm()));
     if (diff >= r.max_rel_diff) r = {rule, diff, c};
   }
   return r;
 }
+
+template Mat<float> chunked_outputs<float>(const std::string&, const HeadStream&, int);
+template Mat<double> chunked_outputs<double>(const std::string&, const HeadStream&, int);
+template Mat<bfloat16> chunked_outputs<bfloat16>(const std::string&, const HeadStream&, int);
+template Mat<mp50> chunked_outputs<mp50>(const std::string&, const HeadStream&, int);
+template Mat<float> recurrent_outputs<float>(const std::string&, const HeadStream&);
+template Mat<double> recurrent_outputs<double>(const std::string&, const HeadStream&);
+template Mat<bfloat16> recurrent_outputs<bfloat16>(const std::string&, const HeadStream&);
+template Mat<mp50> recurrent_outputs<mp50>(const std::string&, const HeadStream&);
 
 }  // namespace vla::analysis
