@@ -4,6 +4,7 @@
 // (core/rules/<rule>/, see memory_rule.hpp) and one entry in `Rules` below.
 #include "core/rules/mixer_config.hpp"
 
+#include "core/rules/delta/rule.hpp"
 #include "core/rules/deltanet/rule.hpp"
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
@@ -64,7 +65,7 @@ template <template <class> class... Rule> struct RuleList {
 };
 
 // The rules, in the order --help lists them.
-using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule>;
+using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule, DeltaRule>;
 
 // Every mixer name: "vla, vla-v2, ..., softmax".
 inline constexpr std::string_view kMixerNames{Rules::kJoined.data(), Rules::kJoined.size()};

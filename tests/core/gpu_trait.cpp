@@ -81,7 +81,7 @@ TEST_CASE("GPU limits are refused naming the flag and what is allowed", "[gpu-tr
 TEST_CASE("gpu_unsupported answers exactly where gpu_kernel_for throws, with the same message", "[gpu-trait]") {
   // The planner (`vla study plan`) asks gpu_unsupported; the commands call gpu_kernel_for. If they
   // disagreed, the plan would send a run to a GPU that then refuses it, or keep one on the CPU.
-  for (const std::string m : {"vla", "vla-v2", "linear", "deltanet", "softmax", "retnet", "mamba2"})
+  for (const std::string m : {"vla", "vla-v2", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta"})
     for (int d : {16, 24, 32, 64, 128})
       for (GpuUse use : {GpuUse::Training, GpuUse::LayerForward}) {
         INFO(m << " d_head " << d << (use == GpuUse::Training ? " training" : " layer forward"));

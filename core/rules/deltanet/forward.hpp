@@ -5,6 +5,7 @@
 // the read of eq. (11), so that DeltaNet and VLA differ only in how they write. beta_t is produced by
 // the layer's gate projection (one scalar per head and token, a learned linear function of x_t);
 // gated = false fixes beta_t = 1 (the "residual correction alone" of Sec. 7.3).
+#include "core/rules/delta_write.hpp"
 #include "core/rules/mixer_config.hpp"
 #include "core/rules/normalised_memory.hpp"
 
@@ -44,7 +45,7 @@ template <class P> class DeltaNetRule {
       const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
       const Vec<C> k_hat = unit(k_feat);
       const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(b))) : C(1);
-      const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);
+      const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);  // a = beta, b = 1 (delta_write.hpp)
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
       if (rec) {
         StepStats s;
