@@ -26,6 +26,25 @@
 
 namespace vla {
 
+// A chunk's decays (C1): D_ij = prod_{r=j+1..i} gamma_r for i >= j (0 above the diagonal, D_ii = 1),
+// G_i = prod_{r=0..i} gamma_r and G_prev_i = G_{i-1} (G_prev_0 = 1), from the chunk's gamma (n).
+template <class T> struct ChunkDecay {
+  Mat<T> D;
+  Vec<T> G, G_prev;
+};
+template <class T, class Segment> ChunkDecay<T> chunk_decay(const Segment& gamma) {
+  const Eigen::Index n = gamma.size();
+  ChunkDecay<T> c{Mat<T>::Zero(n, n), Vec<T>(n), Vec<T>(n)};
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const T g = gamma(i);
+    for (Eigen::Index j = 0; j < i; ++j) c.D(i, j) = g * c.D(i - 1, j);
+    c.D(i, i) = T(1);
+    c.G_prev(i) = i ? c.G(i - 1) : T(1);
+    c.G(i) = g * c.G_prev(i);
+  }
+  return c;
+}
+
 template <class T> struct AdditiveChunked {
   Mat<T> O;  // (T, d_v) the outputs o_t as rows
   Mat<T> S;  // (d_v, d_k) the state after the last token
@@ -48,14 +67,7 @@ AdditiveChunked<T> additive_chunked(const Mat<T>& Q, const Mat<T>& K, const Mat<
   for (Eigen::Index c0 = 0; c0 < len; c0 += chunk) {
     const Eigen::Index n = std::min<Eigen::Index>(chunk, len - c0);
     const auto Qc = Q.middleRows(c0, n), Kc = K.middleRows(c0, n), Vc = V.middleRows(c0, n);
-    Mat<T> D = Mat<T>::Zero(n, n);  // the decay mask of (C1), lower triangular
-    Vec<T> G(n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const T g = gamma(c0 + i);
-      for (Eigen::Index j = 0; j < i; ++j) D(i, j) = g * D(i - 1, j);
-      D(i, i) = T(1);
-      G(i) = i ? T(g * G(i - 1)) : g;
-    }
+    const auto [D, G, G_prev] = chunk_decay<T>(gamma.segment(c0, n));  // (C1)
     const Mat<T> A = (Qc * Kc.transpose()).cwiseProduct(D);                    // (Q K^T . D), (C2)
     Mat<T> O = G.asDiagonal() * (Qc * r.S.transpose());                         // diag(G) Q S^T
     O.noalias() += A * Vc;

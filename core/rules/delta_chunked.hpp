@@ -18,6 +18,7 @@
 // In exact arithmetic (D1)-(D3) equal the recurrence for every chunk size (tests/core/delta_chunked.cpp,
 // mp50); the triangular solve is where the chunked form rounds differently (measured there in float and
 // bfloat16 against mp50).
+#include "core/rules/additive_chunked.hpp"  // chunk_decay
 #include "core/scalar.hpp"
 
 #include <algorithm>
@@ -54,15 +55,7 @@ DeltaChunked<T> delta_chunked(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& Kz
   for (Eigen::Index c0 = 0; c0 < len; c0 += chunk) {
     const Eigen::Index n = std::min<Eigen::Index>(chunk, len - c0);
     const auto Qc = Q.middleRows(c0, n), Kc = K.middleRows(c0, n), Vc = V.middleRows(c0, n);
-    Mat<T> D = Mat<T>::Zero(n, n);  // decay mask, lower triangular with D_ii = 1
-    Vec<T> G(n), Gprev(n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const T a = w.a(c0 + i);
-      for (Eigen::Index j = 0; j < i; ++j) D(i, j) = a * D(i - 1, j);
-      D(i, i) = T(1);
-      Gprev(i) = i ? G(i - 1) : T(1);
-      G(i) = a * Gprev(i);
-    }
+    const auto [D, G, Gprev] = chunk_decay<T>(w.a.segment(c0, n));  // the decays of a, as (C1)
     // (D1): right-hand side, then forward substitution through the strictly lower L.
     const Mat<T> KK = Kc * Kc.transpose();
     Mat<T> U = Vc - (w.c.segment(c0, n).cwiseProduct(Gprev)).asDiagonal() * (Kc * r.S.transpose());

@@ -85,6 +85,19 @@ template <class P> struct NormalisedMemory {
       : memory(batch, d, d, typename MemoryMatrixManager<P>::Options{opt.renormalise, opt.renorm_threshold}),
         z(batch, Vec<storage_t>::Zero(d)) {}
 
+  // The step's record for sequence b after a write of S_t (when a record is asked for): ||S_t||_F, the
+  // write's residual norm and renormalisation, and the linear map the write applied (WriteRecord).
+  void record_write(StepRecord<compute_t>* rec, int b, const typename MemoryMatrixManager<P>::WriteResult& wr,
+                    WriteRecord<compute_t> map) const {
+    if (!rec) return;
+    StepStats s;
+    s.S_fro = memory.frobenius_norm(b);
+    s.e_norm = wr.e_norm;
+    s.renormalised = wr.renormalised;
+    rec->stats[b] = s;
+    rec->writes[b] = std::move(map);
+  }
+
   // Alg. 1 lines 24-26 for sequence b, called after the rule has written S_t: adds k_feat = phi(k_t)
   // to z and returns o_t, computed in the compute type from the stored (storage-type) S_t and z_t.
   Vec<storage_t> accumulate_and_read(int b, const Vec<compute_t>& k_feat, const Vec<storage_t>& q, const compute_t& eps) {

@@ -53,14 +53,7 @@ template <class P> class DeltaRule {
       const Vec<C> w = beta * k_hat;
       const auto wr = st.memory.residual_write(b, k_hat, w, column<C>(in.v, b));  // a = 1, b = beta (delta_write.hpp)
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
-      if (rec) {
-        StepStats s;
-        s.S_fro = st.memory.frobenius_norm(b);
-        s.e_norm = wr.e_norm;
-        s.renormalised = wr.renormalised;
-        rec->stats[b] = s;
-        rec->writes[b] = WriteRecord<C>{k_hat, w, C(1)};  // S -> S (I - k_hat (beta k_hat)^T)
-      }
+      st.record_write(rec, b, wr, WriteRecord<C>{k_hat, w, C(1)});  // S -> S (I - k_hat (beta k_hat)^T)
     }
   }
 

@@ -47,14 +47,7 @@ template <class P> class DeltaNetRule {
       const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(b))) : C(1);
       const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);  // a = beta, b = 1 (delta_write.hpp)
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
-      if (rec) {
-        StepStats s;
-        s.S_fro = st.memory.frobenius_norm(b);
-        s.e_norm = wr.e_norm;
-        s.renormalised = wr.renormalised;
-        rec->stats[b] = s;
-        rec->writes[b] = WriteRecord<C>{k_hat, k_hat, beta};
-      }
+      st.record_write(rec, b, wr, WriteRecord<C>{k_hat, k_hat, beta});  // S -> S (beta I - k_hat k_hat^T)
     }
   }
 

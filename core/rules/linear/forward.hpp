@@ -44,14 +44,8 @@ template <class P> class LinearAttentionRule {
       const Vec<C> w = opt_.normalise_key ? unit(k_feat) : k_feat;
       const auto wr = st.memory.additive_write(b, w, cast_vector<C>(Vec<storage_t>(in.v.col(b))));
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
-      if (rec) {
-        StepStats s;
-        s.S_fro = st.memory.frobenius_norm(b);
-        s.e_norm = wr.e_norm;  // additive: the "residual" is v_t itself
-        s.renormalised = wr.renormalised;
-        rec->stats[b] = s;
-        rec->writes[b] = WriteRecord<C>{w, Vec<C>(), C(1)};  // no residual read: dS_t/dS_{t-1} = I
-      }
+      // Additive: the "residual" norm is ||v_t||; no residual read: dS_t/dS_{t-1} = I.
+      st.record_write(rec, b, wr, WriteRecord<C>{w, Vec<C>(), C(1)});
     }
   }
 
