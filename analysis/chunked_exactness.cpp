@@ -7,7 +7,14 @@
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
+#include "core/rules/vla/chunked.hpp"
+#include "core/rules/vla/rule.hpp"
 
+#include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
+
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -22,9 +29,10 @@ HeadStream chunk_test_stream(int d, int T, std::uint64_t seed) {
   s.q.resize(d, T); s.k.resize(d, T); s.v.resize(d, T);
   for (auto* m : {&s.q, &s.k, &s.v})
     for (auto& e : m->reshaped()) e = n(gen);
-  s.u = Mat<double>::Zero(d, T);
   s.gate.resize(T);
   for (auto& e : s.gate) e = 2.0 + n(gen);
+  s.u.resize(d, T);  // VLA's W_u k; drawn last, so that the other rules' inputs do not depend on it
+  for (auto& e : s.u.reshaped()) e = n(gen);
   return s;
 }
 
@@ -32,7 +40,7 @@ namespace {
 void check_rule(const std::string& rule) {
   for (const auto& r : kChunkedRules)
     if (r == rule) return;
-  throw std::invalid_argument("rule: the chunkwise forms cover linear, retnet, mamba2, deltanet; got '" + rule + "'");
+  throw std::invalid_argument("rule: the chunkwise forms cover linear, retnet, mamba2, deltanet, vla; got '" + rule + "'");
 }
 
 // phi applied row by row ((T, d) tokens as rows).
@@ -53,6 +61,11 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
     return additive_chunked<T>(q, k, v, Vec<T>::Constant(s.T, scalar_cast<T>(RetNetOptions{}.gamma)), chunk, false, T(0)).O;
   if (rule == "mamba2")  // gamma_t = sigmoid(g_t)
     return additive_chunked<T>(q, k, v, gate, chunk, false, T(0)).O;
+  if (rule == "vla") {  // Algorithm 1 (core/rules/vla/chunked.hpp)
+    const VlaOptions opt;
+    const Mat<T> u = cast_matrix<T>(Mat<double>(s.u.transpose()));
+    return vla_chunked<T>(vla_features<T>(q, k, u, opt), v, opt, chunk).O;
+  }
   // deltanet (eq. 4): S_t = beta_t S_{t-1} + (v_t - S_{t-1} k_hat_t) k_hat_t^T, a = beta, b = c = 1; the
   // write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
   const Mat<T> fk = phi_rows(k);
@@ -68,6 +81,7 @@ template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadS
   if (rule == "linear") return rule_outputs<T>(LinearAttentionRule<P>(), s);
   if (rule == "retnet") return rule_outputs<T>(RetNetRule<P>(), s);
   if (rule == "mamba2") return rule_outputs<T>(Mamba2Rule<P>(), s);
+  if (rule == "vla") return rule_outputs<T>(VlaRule<P>(), s);
   return rule_outputs<T>(DeltaNetRule<P>(), s);
 }
 
@@ -79,6 +93,45 @@ ChunkedExactness chunked_exactness_mp50(const std::string& rule, const HeadStrea
     if (diff >= r.max_rel_diff) r = {rule, diff, c};
   }
   return r;
+}
+
+VlaChunkedExactness vla_chunked_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& chunks) {
+  const Mat<mp50> truth = rule_outputs<mp50>(VlaRule<Precision<mp50>>(opt), s);
+  auto rows = [](const Mat<double>& m) { return cast_matrix<mp50>(Mat<double>(m.transpose())); };
+  const VlaFeatures<mp50> f = vla_features<mp50>(rows(s.q), rows(s.k), rows(s.u), opt);
+  VlaChunkedExactness r;
+  r.rule = "vla";
+  for (int c : chunks) {
+    const VlaChunked<mp50> ch = vla_chunked<mp50>(f, rows(s.v), opt, c);
+    const double diff = to_double(mp50((ch.O - truth).norm() / truth.norm()));
+    if (diff >= r.max_rel_diff) {
+      r.max_rel_diff = diff;
+      r.worst_chunk = c;
+    }
+    if (c == *std::max_element(chunks.begin(), chunks.end())) {
+      r.chunks = ch.chunks;
+      r.guard_fired = ch.guard_fired;
+    }
+  }
+  return r;
+}
+
+VlaChunkConditioning vla_chunk_conditioning(const VlaOptions& opt, const HeadStream& s, int chunk) {
+  auto rows = [](const Mat<double>& m) { return Mat<double>(m.transpose()); };
+  VlaChunkConditioning c;
+  c.gram_eig_min = std::numeric_limits<double>::infinity();
+  auto cond = [](const Vec<double>& sv) { return sv(0) / sv(sv.size() - 1); };  // singular values, descending
+  vla_chunked<double>(vla_features<double>(rows(s.q), rows(s.k), rows(s.u), opt), rows(s.v), opt, chunk,
+                      [&](const Mat<double>& G, const Mat<double>& IL) {
+                        ++c.chunks;
+                        const Eigen::SelfAdjointEigenSolver<Mat<double>> es(G, Eigen::EigenvaluesOnly);
+                        c.gram_eig_min = std::min(c.gram_eig_min, es.eigenvalues().minCoeff());
+                        c.gram_cond_max = std::max(c.gram_cond_max, es.eigenvalues().maxCoeff() / es.eigenvalues().minCoeff());
+                        const Vec<double> sv = Eigen::JacobiSVD<Mat<double>>(IL).singularValues();
+                        c.solve_cond_max = std::max(c.solve_cond_max, cond(sv));
+                        c.solve_inv_norm_max = std::max(c.solve_inv_norm_max, 1.0 / sv(sv.size() - 1));
+                      });
+  return c;
 }
 
 template Mat<float> chunked_outputs<float>(const std::string&, const HeadStream&, int);

@@ -1,11 +1,13 @@
 #pragma once
 // Seed 004 sec. 4: the chunkwise-parallel form of a rule computes the recurrence's outputs, for any
 // chunk size. The additive scalar-decay rules (linear attention, RetNet, Mamba-2;
-// core/rules/additive_chunked.hpp) and DeltaNet (core/rules/delta_chunked.hpp) are measured in mp50
+// core/rules/additive_chunked.hpp), DeltaNet (core/rules/delta_chunked.hpp) and VLA (Algorithm 1,
+// core/rules/vla/chunked.hpp) are measured in mp50
 // against the rule's own step(): max over chunk sizes of ||O_chunked - O_recurrent||_F / ||O_recurrent||_F.
 // The chunked form of a rule by name, in any scalar, is here too, so that the tests measure the same
 // function in float and bfloat16 (tests/core/chunked_forms.cpp).
 #include "analysis/head_stream.hpp"
+#include "core/rules/vla/forward.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,9 +16,10 @@
 namespace vla::analysis {
 
 // The rules with a chunkwise form.
-inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet"};
+inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "vla"};
 
-// d x T inputs N(0, 1), gate logits N(2, 1) (sigmoid ~ 0.88: decays that matter over a chunk), u = 0.
+// d x T inputs N(0, 1) (q, k, v and VLA's u), gate logits N(2, 1) (sigmoid ~ 0.88: decays that matter over
+// a chunk).
 HeadStream chunk_test_stream(int d, int T, std::uint64_t seed);
 
 // The rule stepped over the stream through its own step(), batch 1: the outputs as rows (T, d), in Out.
@@ -40,5 +43,26 @@ struct ChunkedExactness {
 };
 
 ChunkedExactness chunked_exactness_mp50(const std::string& rule, const HeadStream& s, const std::vector<int>& chunks);
+
+// Algorithm 1 with options opt (a variant, the guard, the refresh) against its chunked form
+// (core/rules/vla/chunked.hpp), in mp50, the same measure; `chunks` counts the chunks the form used at the
+// largest chunk size (refreshes and skipped tokens split nominal chunks).
+struct VlaChunkedExactness : ChunkedExactness {
+  int chunks = 0;
+  int guard_fired = 0;  // tokens whose delta the guard changed
+};
+VlaChunkedExactness vla_chunked_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& chunks);
+
+// The two systems the chunked VLA solves per chunk, over a stream (double, 2-norm condition numbers): the
+// penalty Gram G = I + U A_c U^T of (V1), factored L D L^T (eigenvalues in [1, 1 + ||A_c|| n / d] in exact
+// arithmetic), and the memory's unit lower-triangular I + L of (D1), L_ij = k_hat_i . alpha_hat_j, whose
+// inverse the forward substitution applies (docs/chunkwise-vla.md, "Conditioning").
+struct VlaChunkConditioning {
+  int chunks = 0;
+  double gram_cond_max = 0, gram_eig_min = 0;  // over chunks: max cond(G), min lambda_min(G)
+  double solve_cond_max = 0;                   // max cond(I + L)
+  double solve_inv_norm_max = 0;               // max ||(I + L)^{-1}||_2
+};
+VlaChunkConditioning vla_chunk_conditioning(const VlaOptions& opt, const HeadStream& s, int chunk);
 
 }  // namespace vla::analysis

@@ -337,6 +337,39 @@ void chunkwise(ClaimsContext&, ClaimResult& r) {
   r.verdict = from_counts(held, int(kChunkedRules.size()));
 }
 
+// ---- Sec. 3.4, Alg. 2 line 13: the A-loop's denominator prevents direct parallelism ----
+void alg1_parallel(ClaimsContext&, ClaimResult& r) {
+  // The claim is refuted by a parallel form that is Algorithm 1: the chunkwise VLA of
+  // docs/chunkwise-vla.md, equal to the recurrence in mp50 (<= 1e-40, as chunkwise-exact) with the
+  // guard idle and firing under both policies. d = 6: delta_t in [1, 1 + 10/6], so eps = 2 fires on some
+  // tokens.
+  const std::vector<int> chunks{2, 5, 8, 16, 20, 37, 64};
+  const HeadStream s = chunk_test_stream(6, 37, 11);
+  VlaOptions alg1, clamp, skip, no_refresh;
+  clamp.penalty.eps = skip.penalty.eps = 2.0;
+  skip.penalty.policy = DeltaPolicy::SkipAddEps;
+  no_refresh.penalty.refresh_period = 0;
+  std::string m = "chunkwise VLA ((V1)-(V5): per chunk of C tokens one C x C L D L^T of I + U A_c U^T, the rest matrix products) "
+                  "against Algorithm 1, mp50, T = 37, d = 6, C in {2, 5, 8, 16, 20, 37, 64}, max over C of ||O_chunked - O||/||O||:";
+  int exact = 0;
+  for (const auto& [name, opt] : {std::pair{"Alg. 1 (refresh every 20)", alg1}, std::pair{"no refresh", no_refresh},
+                                  std::pair{"clamp firing (eps = 2)", clamp}, std::pair{"skip firing (eps = 2)", skip}}) {
+    const auto e = vla_chunked_exactness_mp50(opt, s, chunks);
+    m += fmt::format(" {} {:.1e} ({} chunks at C = 64, guard on {} tokens);", name, e.max_rel_diff, e.chunks, e.guard_fired);
+    if (e.max_rel_diff <= 1e-40) ++exact;
+    else r.counterexample += fmt::format("{}: chunk {} differs by {:.3g}; ", name, e.worst_chunk, e.max_rel_diff);
+  }
+  r.measured = m + " chunks end on the refresh steps (Alg. 1 line 16), so at the paper's period 20 a chunk holds at most 20 tokens";
+  if (exact == 4) {
+    r.verdict = Verdict::Fails;
+    r.counterexample = "the delta_t of a chunk are the pivots of one unpivoted L D L^T of I + U A_c U^T: T sequential steps become "
+                       "T / C chunk steps of matrix products, equal to Algorithm 1 in exact arithmetic";
+  } else {
+    r.verdict = Verdict::Partial;  // a wrong parallel form refutes nothing, and confirms nothing either
+    r.counterexample = "the toolkit's chunked form is not Algorithm 1 here (" + r.counterexample + "): the claim is not refuted";
+  }
+}
+
 // ---- seed 004 sec. 5.1: a decay bounds the memory ----
 void decay_bounded(ClaimsContext& ctx, ClaimResult& r) {
   const int T = ctx.cfg.quick ? 2000 : 20000, d = 32;
@@ -421,6 +454,10 @@ const std::vector<Claim>& claim_registry() {
       {"chunkwise-exact", "004 Sec. 4 (chunkwise parallel form)",
        "the chunkwise-parallel form computes the recurrence's outputs exactly (linear attention, decayed forms, the delta rule's UT form), for any chunk size",
        "mp50: relative difference <= 1e-40 for every chunk size, T not a multiple of it; partial = some rules", chunkwise},
+      {"alg1-no-direct-parallelism", "000 Sec. 3.4, Alg. 2 line 13",
+       "the A_t loop has a data-dependent denominator delta_t that prevents direct parallelism",
+       "fails if a chunkwise-parallel form equals Algorithm 1 in mp50 (<= 1e-40) for every chunk size, refresh and guard setting",
+       alg1_parallel},
       {"decay-bounded-state", "004 Sec. 5.1-5.3 (RetNet, Mamba-2)",
        "a decay gamma in (0, 1) bounds the memory: S_t = sum_j gamma^(t-j) k_j^T v_j, older tokens exponentially downweighted",
        "||S_t||_F <= B_t = gamma_t B_{t-1} + ||k_t|| ||v_t|| within 16 T u (double), and mean ||S_t|| over the last tenth <= 1.2 x "

@@ -259,7 +259,15 @@ void run_step_check(const StepCheckArgs& a) {
     }
 }
 
-const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention, step-check)", [](CLI::App& app) {
+}  // namespace
+
+namespace vla::cli {
+void add_bench_chunked_vla(CLI::App& bench);  // cli/commands/bench_chunked_vla.cpp
+}
+
+namespace {
+
+const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention, step-check, chunked-vla)", [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   app.require_subcommand(1);
   auto* att = app.add_subcommand("attention", "time the fused recurrent kernels and the toolkit softmax (forward, forward+backward) on the GPU");
@@ -280,6 +288,7 @@ const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention
   sc->add_option("--d-head", sc_args->d_head, "head size d_h");
   sc->add_option("--reps", sc_args->reps, "timed runs with and without the check (median reported)");
   sc->final_callback([sc_args] { run_step_check(*sc_args); });
+  vla::cli::add_bench_chunked_vla(app);
 }};
 
 }  // namespace

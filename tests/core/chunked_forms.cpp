@@ -1,5 +1,6 @@
 // The chunkwise-parallel forms (core/rules/additive_chunked.hpp: linear attention, RetNet, Mamba-2;
-// core/rules/delta_chunked.hpp: DeltaNet, and the delta rule's other members written out here) against
+// core/rules/delta_chunked.hpp: DeltaNet, and the delta rule's other members written out here;
+// core/rules/vla/chunked.hpp: Algorithm 1, whose own tests are tests/core/vla_chunked.cpp) against
 // the recurrences they claim to equal. In mp50 the two agree to the working precision for every chunk
 // size (T = 37 is prime: no size divides it); in float and bfloat16 both are measured against mp50.
 #include "analysis/chunked_exactness.hpp"
@@ -64,8 +65,9 @@ TEST_CASE("the delta rule's chunked form covers the classic delta rule and Gated
 }
 
 TEST_CASE("chunkwise forms against the mp50 truth in float and bfloat16, beside the recurrence", "[chunked]") {
-  // Both forms compute the same sums in another order (the delta rule also solves (D1)), so neither may
-  // be far from the truth: each is held to the a-priori bound gamma_n = n u / (1 - n u) of a sum of
+  // Both forms compute the same sums in another order (the delta rule also solves (D1), VLA also (V1)
+  // with its normalisations and divisions by delta >= 1, none of which amplifies a relative error by
+  // more than a few roundings), so neither may be far from the truth: each is held to the a-priori bound gamma_n = n u / (1 - n u) of a sum of
   // n = T + d rounded terms, where that bound says something (n u < 1/2; bfloat16 at T = 512 is only
   // measured). If this fails, a form loses accuracy beyond what its arithmetic explains (cancellation
   // in the mask, a decay underflowing where the recurrence keeps it, an ill-conditioned (I + L)). The
@@ -102,5 +104,5 @@ TEST_CASE("chunkwise forms refuse a chunk size below 1 and inputs that disagree"
   CHECK_THROWS_WITH(additive_chunked<double>(x, x, x, Vec<double>::Constant(4, 0.5), 2, true, 1e-4), Catch::Contains("gamma = 1"));
   CHECK_THROWS_WITH(delta_chunked<double>(x, x, x, x, {one, one, one}, 0, false, 0.0), Catch::Contains("chunk"));
   CHECK_THROWS_WITH(delta_chunked<double>(x, x, x, x, {one, Vec<double>::Ones(3), one}, 2, false, 0.0), Catch::Contains("shape"));
-  CHECK_THROWS_WITH(chunked_outputs<double>("vla", chunk_test_stream(2, 3, 1), 2), Catch::Contains("rule"));
+  CHECK_THROWS_WITH(chunked_outputs<double>("softmax", chunk_test_stream(2, 3, 1), 2), Catch::Contains("rule"));
 }
