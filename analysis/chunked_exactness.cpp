@@ -4,6 +4,9 @@
 #include "core/rules/additive_chunked.hpp"
 #include "core/rules/delta_chunked.hpp"
 #include "core/rules/deltanet/rule.hpp"
+#include "core/rules/gated_deltanet/rule.hpp"
+#include "core/rules/gla/chunked.hpp"
+#include "core/rules/gla/rule.hpp"
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
@@ -12,6 +15,9 @@
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
@@ -29,10 +35,14 @@ HeadStream chunk_test_stream(int d, int T, std::uint64_t seed) {
   s.q.resize(d, T); s.k.resize(d, T); s.v.resize(d, T);
   for (auto* m : {&s.q, &s.k, &s.v})
     for (auto& e : m->reshaped()) e = n(gen);
-  s.gate.resize(T);
-  for (auto& e : s.gate) e = 2.0 + n(gen);
-  s.u.resize(d, T);  // VLA's W_u k; drawn last, so that the other rules' inputs do not depend on it
+  s.gate.resize(1, T);
+  for (auto& e : s.gate.reshaped()) e = 2.0 + n(gen);
+  s.u.resize(d, T);  // VLA's W_u k; drawn after the others, so that their inputs do not depend on it
   for (auto& e : s.u.reshaped()) e = n(gen);
+  Mat<double> more(std::max(d, 2) - 1, T);  // the wider gates' other logits, drawn last for the same reason
+  for (auto& e : more.reshaped()) e = 2.0 + n(gen);
+  s.gate.conservativeResize(std::max(d, 2), T);
+  s.gate.bottomRows(more.rows()) = more;
   return s;
 }
 
@@ -40,7 +50,7 @@ namespace {
 void check_rule(const std::string& rule) {
   for (const auto& r : kChunkedRules)
     if (r == rule) return;
-  throw std::invalid_argument("rule: the chunkwise forms cover linear, retnet, mamba2, deltanet, vla; got '" + rule + "'");
+  throw std::invalid_argument(fmt::format("rule: the chunkwise forms cover {}; got '{}'", fmt::join(kChunkedRules, ", "), rule));
 }
 
 // phi applied row by row ((T, d) tokens as rows).
@@ -53,7 +63,7 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
   const Mat<T> q = cast_matrix<T>(Mat<double>(s.q.transpose())), k = cast_matrix<T>(Mat<double>(s.k.transpose())),
                v = cast_matrix<T>(Mat<double>(s.v.transpose()));
   Vec<T> gate(s.T);
-  for (int t = 0; t < s.T; ++t) gate(t) = sigmoid(scalar_cast<T>(s.gate(t)));
+  for (int t = 0; t < s.T; ++t) gate(t) = sigmoid(scalar_cast<T>(s.gate(0, t)));
   const T eps = scalar_cast<T>(FastWeightOptions{}.eps);
   if (rule == "linear")  // eq. 3: phi features, undecayed, normalised read
     return additive_chunked<T>(phi_rows(q), phi_rows(k), v, Vec<T>::Ones(s.T), chunk, true, eps).O;
@@ -66,11 +76,20 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
     const Mat<T> u = cast_matrix<T>(Mat<double>(s.u.transpose()));
     return vla_chunked<T>(vla_features<T>(q, k, u, opt), v, opt, chunk).O;
   }
-  // deltanet (eq. 4): S_t = beta_t S_{t-1} + (v_t - S_{t-1} k_hat_t) k_hat_t^T, a = beta, b = c = 1; the
-  // write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
+  if (rule == "gla") {  // per-channel decays alpha_t = sigmoid(g_t), raw q and k
+    const Mat<T> alpha = cast_matrix<T>(Mat<double>(s.gate.topRows(s.d).transpose())).unaryExpr([](const T& g) { return sigmoid(g); });
+    return gla_chunked<T>(q, k, v, alpha, chunk).O;
+  }
+  // The delta rules: the write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
   const Mat<T> fk = phi_rows(k);
   Mat<T> k_hat(s.T, s.d);
   for (int t = 0; t < s.T; ++t) k_hat.row(t) = unit(Vec<T>(fk.row(t).transpose())).transpose();
+  if (rule == "gated-deltanet") {  // a = c = alpha_t = sigmoid(g_0), b = beta_t = sigmoid(g_1)
+    Vec<T> beta(s.T);
+    for (int t = 0; t < s.T; ++t) beta(t) = sigmoid(scalar_cast<T>(s.gate(1, t)));
+    return delta_chunked<T>(phi_rows(q), k_hat, fk, v, DeltaCoefficients<T>{gate, beta, gate}, chunk, true, eps).O;
+  }
+  // deltanet (eq. 4): S_t = beta_t S_{t-1} + (v_t - S_{t-1} k_hat_t) k_hat_t^T, a = beta, b = c = 1.
   const DeltaCoefficients<T> w{gate, Vec<T>::Ones(s.T), Vec<T>::Ones(s.T)};
   return delta_chunked<T>(phi_rows(q), k_hat, fk, v, w, chunk, true, eps).O;
 }
@@ -82,6 +101,8 @@ template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadS
   if (rule == "retnet") return rule_outputs<T>(RetNetRule<P>(), s);
   if (rule == "mamba2") return rule_outputs<T>(Mamba2Rule<P>(), s);
   if (rule == "vla") return rule_outputs<T>(VlaRule<P>(), s);
+  if (rule == "gla") return rule_outputs<T>(GlaRule<P>(), s);
+  if (rule == "gated-deltanet") return rule_outputs<T>(GatedDeltaNetRule<P>(), s);
   return rule_outputs<T>(DeltaNetRule<P>(), s);
 }
 

@@ -22,7 +22,7 @@ template <class Rule> DecayBound measure(const Rule& rule, const std::string& na
     const Vec<double> k = s.k.col(t - 1), v = s.v.col(t - 1);
     double gamma = 1.0, kn = k.norm();
     if (name == "retnet") gamma = RetNetOptions{}.gamma;
-    if (name == "mamba2") gamma = sigmoid(s.gate(t - 1));
+    if (name == "mamba2") gamma = sigmoid(s.gate(0, t - 1));
     if (name == "linear") kn = elu_plus_one(k).norm();  // linear attention writes v phi(k)^T
     B = gamma * B + kn * v.norm();
     const double S = st.memory.S(0).norm();

@@ -20,7 +20,7 @@ HeadStream random_head_stream(int d_head, int T, std::uint64_t seed, int rank) {
   s.k = w.Wk * X;
   s.v = w.Wv * X;
   s.u = w.Wu * s.k;
-  s.gate = (w.Wg * X).row(0).transpose();
+  s.gate = w.Wg * X;  // (1, T)
   return s;
 }
 

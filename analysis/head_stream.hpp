@@ -15,7 +15,7 @@ struct HeadStream {
   int d = 0, T = 0, rank = 1;
   Mat<double> q, k, v;  // (d, T): column t-1 is token t
   Mat<double> u;        // (rank * d, T)
-  Vec<double> gate;     // (T)
+  Mat<double> gate;     // (gate rows, T): row 0 the scalar gate logit; more rows for wider gates
   void validate() const;
 };
 
@@ -28,7 +28,7 @@ template <class S> HeadInputs<S> token_inputs(const HeadStream& s, int t) {
   in.k = cast_matrix<S>(Mat<double>(s.k.col(t)));
   in.v = cast_matrix<S>(Mat<double>(s.v.col(t)));
   in.u = cast_matrix<S>(Mat<double>(s.u.col(t)));
-  in.gate = Vec<S>::Constant(1, scalar_cast<S>(s.gate(t)));
+  in.gate = cast_matrix<S>(Mat<double>(s.gate.col(t)));
   return in;
 }
 

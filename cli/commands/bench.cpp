@@ -220,7 +220,7 @@ template <class P> std::pair<double, double> time_step_check(const std::string& 
     for (auto& x : in) {
       x.q = random(a.d_head, a.batch); x.k = random(a.d_head, a.batch); x.v = random(a.d_head, a.batch);
       if (decltype(rule)::needs.penalty) x.u = random(a.d_head, a.batch);
-      if (decltype(rule)::needs.gate) x.gate = random(a.batch, 1).col(0);
+      if (decltype(rule)::needs.gate) x.gate = random(decltype(rule)::needs.gate_rows(a.d_head), a.batch);
     }
     auto run = [&](bool check) {
       auto st = rule.init(a.batch, a.d_head);

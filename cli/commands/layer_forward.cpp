@@ -135,9 +135,10 @@ void run(Args& a) {
   }
   if (needs.gate) {
     // Absent Wg.npy = zero gate weights, so beta_t = sigmoid(b_g) (0.5 without bg.npy).
-    w.Wg = load_matrix(dir, "Wg", 1, d_model, false);
-    if (w.Wg.size() == 0) w.Wg = Mat<double>::Zero(1, d_model);
-    w.bg = load_bias(dir, "bg", 1);
+    const int g = needs.gate_rows(d_head);
+    w.Wg = load_matrix(dir, "Wg", g, d_model, false);
+    if (w.Wg.size() == 0) w.Wg = Mat<double>::Zero(g, d_model);
+    w.bg = load_bias(dir, "bg", g);
   }
 
   const vla::LayerForwardResult res =

@@ -55,7 +55,7 @@ template <class Rule> class MixerLayer {
       if (!all_finite(X[b])) throw std::invalid_argument(fmt::format("input: sequence {} contains a non-finite value", b));
     }
     const auto wc = w_.template cast<C>();  // weights in the compute type, once per forward
-    const int H = shape_.heads, dh = shape_.d_head, r = shape_.rank;
+    const int H = shape_.heads, dh = shape_.d_head, r = shape_.rank, gr = Rule::needs.gate_rows(dh);
     std::vector<typename Rule::State> states;
     for (int h = 0; h < H; ++h) states.push_back(rule_.init(B, dh));
     std::vector<Mat<storage_t>> Y(B, Mat<storage_t>(T, shape_.d_model));
@@ -69,7 +69,7 @@ template <class Rule> class MixerLayer {
       Mat<C> Xt(shape_.d_model, B);
       for (int b = 0; b < B; ++b) Xt.col(b) = cast_vector<C>(Vec<storage_t>(X[b].row(t).transpose()));
       const Mat<C> Q = affine(wc.Wq, wc.bq, Xt), K = affine(wc.Wk, wc.bk, Xt), V = affine(wc.Wv, wc.bv, Xt);
-      Mat<C> G;
+      Mat<C> G;  // (H*g, B)
       if (Rule::needs.gate) G = affine(wc.Wg, wc.bg, Xt);
       for (int h = 0; h < H; ++h) {
         in.q = cast_matrix<storage_t>(Mat<C>(Q.middleRows(h * dh, dh)));
@@ -82,7 +82,7 @@ template <class Rule> class MixerLayer {
           if (wc.bu.size()) U.colwise() += wc.bu.segment(h * r * dh, r * dh);
           in.u = cast_matrix<storage_t>(U);
         }
-        if (Rule::needs.gate) in.gate = cast_vector<storage_t>(Vec<C>(G.row(h).transpose()));
+        if (Rule::needs.gate) in.gate = cast_matrix<storage_t>(Mat<C>(G.middleRows(h * gr, gr)));  // (g, B)
         rule_.step(states[h], in, out, trace ? &rec : nullptr);
         for (int b = 0; b < B; ++b)
           if (const char* what = first_non_finite(states[h], b, in, out)) throw NonFiniteError(t + 1, b, h, what, precision_name());
@@ -137,8 +137,8 @@ template <class Rule> class MixerLayer {
       need_bias("bu", w_.bu, s.heads * s.rank * s.d_head);
     }
     if (Rule::needs.gate) {
-      need("Wg", w_.Wg, s.heads, s.d_model);
-      need_bias("bg", w_.bg, s.heads);
+      need("Wg", w_.Wg, s.heads * Rule::needs.gate_rows(s.d_head), s.d_model);
+      need_bias("bg", w_.bg, s.heads * Rule::needs.gate_rows(s.d_head));
     }
   }
 

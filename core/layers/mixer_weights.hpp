@@ -15,7 +15,7 @@ namespace vla {
 template <class T> struct MixerWeights {
   Mat<T> Wq, Wk, Wv;  // (H*d_head, d_model)
   Mat<T> Wu;          // (H*rank*d_head, d_head): head h uses rows [h*rank*d_head, (h+1)*rank*d_head)
-  Mat<T> Wg;          // (H, d_model) gate weights
+  Mat<T> Wg;          // (H*g, d_model) gate weights, g = Needs::gate_rows(d_head): head h uses rows [h*g, (h+1)*g)
   Mat<T> Wo;          // (d_model, H*d_head)
   Vec<T> bq, bk, bv, bu, bg, bo;
 
@@ -53,7 +53,7 @@ inline MixerWeights<double> draw_mixer_weights(std::mt19937_64& gen, const Layer
   w.Wk = gauss(hd, s.d_model, s.d_model);
   w.Wv = gauss(hd, s.d_model, s.d_model);
   if (needs.penalty) w.Wu = gauss(s.heads * s.rank * s.d_head, s.d_head, s.d_head);
-  if (needs.gate) w.Wg = gauss(s.heads, s.d_model, s.d_model);
+  if (needs.gate) w.Wg = gauss(s.heads * needs.gate_rows(s.d_head), s.d_model, s.d_model);
   w.Wo = gauss(s.d_model, hd, hd);
   return w;
 }

@@ -5,7 +5,7 @@
 //   head_backward   the reverse pass t = n..1, written once for every rule: Adjoint<Rule>
 //                   (core/rules/<rule>/adjoint.hpp) carries the state's adjoints (dS, dz, dA) from
 //                   step t to t - 1 and gives row t of the gradients
-// on raw per-token inputs: q, k, v (n, d_h), u_raw (n, d_h) and the gate logits g (n) where the rule
+// on raw per-token inputs: q, k, v (n, d_h), u_raw (n, d_h) and the gate logits g (n, gate rows) where the rule
 // reads them (memory_rule.hpp, HeadSequence). The model's mixer (mixer.hpp) runs every head through
 // these; the GPU tests compare the CUDA kernels against them in double.
 #include "core/model/head_tape.hpp"
@@ -28,7 +28,7 @@ void head_forward(const Rule& rule, const HeadSequence<T>& x, Mat<T>& O, HeadTap
     in.k = x.k.row(t).transpose();
     in.v = x.v.row(t).transpose();
     if constexpr (Rule::needs.penalty) in.u = x.u.row(t).transpose();
-    if constexpr (Rule::needs.gate) in.gate = Vec<T>::Constant(1, x.g(t));
+    if constexpr (Rule::needs.gate) in.gate = x.g.row(t).transpose();  // (gate_rows, 1)
     rule.step(st, in, out, nullptr);
     O.row(t) = out.col(0).transpose();
     st.record(tape);
@@ -41,7 +41,7 @@ HeadGrads<T> head_backward(const Rule& rule, const HeadSequence<T>& x, const Hea
   static_assert(std::is_same_v<T, typename Rule::storage_t> && std::is_same_v<T, typename Rule::compute_t>,
                 "the reverse pass runs in one scalar type: storage = compute");
   const int n = static_cast<int>(x.q.rows()), d = static_cast<int>(x.q.cols());
-  HeadGrads<T> g(n, d);
+  HeadGrads<T> g(n, d, Rule::needs.gate_rows(d));
   Adjoint<Rule> adj(rule, d);  // the adjoints of the state after the last token: zero
   if constexpr (Rule::recurrent) {
     for (int t = n - 1; t >= 0; --t) adj.step(t, x, tape, dO, g);

@@ -4,7 +4,7 @@
 // output projection; its backward beside it.
 //   Q, K, V = X W^T + b              (T, H*d_h); head h is columns [h*d_h, (h+1)*d_h)
 //   U_raw^h = K^h (W_u^h)^T + b_u^h  (T, d_h) per head, VLA only (Alg. 1 line 10)
-//   G = X W_g^T + b_g                (T, H) DeltaNet gate logits
+//   G = X W_g^T + b_g                (T, H*g) gate logits, g = Needs::gate_rows(d_h) per head
 //   O^h_t = rule step (per head, state reset per sequence),  Y = O W_o^T + b_o   (T, d)
 #include "core/model/head.hpp"
 #include "core/model/linear.hpp"
@@ -17,7 +17,7 @@ template <class Rule> struct MixerCache {
   Mat<T> X;                             // (T, d) input (after LN1)
   Mat<T> Q, K, V;                       // (T, H*d_h)
   Mat<T> U;                             // (T, H*d_h) u_raw, rules with needs.penalty
-  Mat<T> G;                             // (T, H) gate logits, rules with needs.gate
+  Mat<T> G;                             // (T, H*g) gate logits, rules with needs.gate
   Mat<T> O;                             // (T, H*d_h) concatenated head outputs
   std::vector<HeadTape<Rule>> heads;    // (H)
 };
@@ -29,7 +29,10 @@ template <class Rule> HeadSequence<typename Rule::storage_t> head_inputs(const M
   x.k = c.K.middleCols(h * dh, dh);
   x.v = c.V.middleCols(h * dh, dh);
   if constexpr (Rule::needs.penalty) x.u = c.U.middleCols(h * dh, dh);
-  if constexpr (Rule::needs.gate) x.g = c.G.col(h);
+  if constexpr (Rule::needs.gate) {
+    const int g = Rule::needs.gate_rows(dh);
+    x.g = c.G.middleCols(h * g, g);
+  }
   return x;
 }
 
@@ -63,7 +66,7 @@ Mat<T> mixer_backward(const Rule& rule, const Params<T>& p, Params<T>& g, int l,
                       const Mat<T>& dY) {
   const int n = static_cast<int>(dY.rows());
   const Mat<T> dO = linear_backward(dY, c.O, p.at(l, WO), g.at(l, WO), g.at(l, BO));  // (T, H*d_h)
-  Mat<T> dQ(n, H * dh), dK(n, H * dh), dV(n, H * dh), dG = Mat<T>::Zero(n, H);
+  Mat<T> dQ(n, H * dh), dK(n, H * dh), dV(n, H * dh), dG = Mat<T>::Zero(n, H * Rule::needs.gate_rows(dh));
   for (int h = 0; h < H; ++h) {
     const HeadSequence<T> x = head_inputs(c, h, dh);
     const HeadGrads<T> hg = head_backward(rule, x, c.heads[h], Mat<T>(dO.middleCols(h * dh, dh)));
@@ -77,7 +80,7 @@ Mat<T> mixer_backward(const Rule& rule, const Params<T>& p, Params<T>& g, int l,
       g.at(l, WU).middleRows(h * dh, dh) = dWu;
       g.at(l, BU).middleRows(h * dh, dh) = dbu;
     }
-    if constexpr (Rule::needs.gate) dG.col(h) = hg.dg;
+    if constexpr (Rule::needs.gate) dG.middleCols(h * hg.dg.cols(), hg.dg.cols()) = hg.dg;
   }
   Mat<T> dX = linear_backward(dQ, c.X, p.at(l, WQ), g.at(l, WQ), g.at(l, BQ));
   dX += linear_backward(dK, c.X, p.at(l, WK), g.at(l, WK), g.at(l, BK));

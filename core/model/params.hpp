@@ -75,7 +75,7 @@ template <class T> Params<T> init_params(const ModelConfig& c, std::uint64_t see
     add(b + "Wk", used(w.Wk)); add(b + "bk", zeros(hd));
     add(b + "Wv", used(w.Wv)); add(b + "bv", zeros(hd));
     add(b + "Wu", used(w.Wu)); add(b + "bu", bias(w.Wu, c.heads * dh));  // (H*dh, dh) per-head blocks, (H*dh)
-    add(b + "Wg", used(w.Wg)); add(b + "bg", bias(w.Wg, c.heads));       // (H, d), (H)
+    add(b + "Wg", used(w.Wg)); add(b + "bg", bias(w.Wg, c.heads * needs.gate_rows(dh)));  // (H*g, d), (H*g)
     add(b + "Wo", used(w.Wo)); add(b + "bo", zeros(d));  // (d, H*dh), (d)
     add(b + "ln2.g", ones(d)); add(b + "ln2.b", zeros(d));
     add(b + "W1", gauss(c.ffn, d, 1 / std::sqrt(double(d)))); add(b + "b1", zeros(c.ffn));       // (F, d), (F)

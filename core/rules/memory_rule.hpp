@@ -36,8 +36,13 @@ namespace vla {
 
 // Which projections of x_t a rule reads. q, k, v are always made.
 struct Needs {
+  static constexpr int kPerChannel = -1;  // `gates` for one logit per channel of the head (d_head)
   bool penalty = false;  // u_raw = W_u k_raw (VLA's penalty directions), rank * d_head rows
-  bool gate = false;     // g = w_beta^T x_t + b_beta (DeltaNet's scalar gate logit)
+  bool gate = false;     // g = W_g x_t + b_g, gate logits (DeltaNet's beta, Mamba-2's decay, ...)
+  int gates = 1;         // logits per head when gate: 1 (a scalar gate), 2 (Gated DeltaNet's alpha and
+                         // beta) or kPerChannel (GLA's vector gate: d_head logits)
+  // The rows of g per head: what W_g holds per head, and HeadInputs::gate's rows.
+  constexpr int gate_rows(int d_head) const { return !gate ? 0 : gates == kPerChannel ? d_head : gates; }
 };
 
 // One token's projections for a batch of B sequences; column b belongs to sequence b.
@@ -46,7 +51,7 @@ template <class T> struct HeadInputs {
   Mat<T> k;     // (d_head, B)  W_k x_t + b_k, the raw key k_raw
   Mat<T> v;     // (d_head, B)  W_v x_t + b_v
   Mat<T> u;     // (rank * d_head, B) W_u k_raw + b_u, only when needs.penalty
-  Vec<T> gate;  // (B)          gate logit, only when needs.gate
+  Mat<T> gate;  // (gate_rows, B) gate logits, only when needs.gate (Needs::gate_rows)
 };
 
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
@@ -98,15 +103,16 @@ template <class S, class C> std::pair<int, int> begin_step(const HeadInputs<S>& 
 template <class T> struct HeadSequence {
   Mat<T> q, k, v;  // (n, d_h) as HeadInputs: q and k before the feature map
   Mat<T> u;        // (n, rank * d_h) u_raw, rules with needs.penalty; else empty
-  Vec<T> g;        // (n) gate logits, rules with needs.gate; else empty
+  Mat<T> g;        // (n, gate_rows) gate logits, rules with needs.gate; else empty
 };
 
 // dL/d of every HeadSequence input, same shapes; du, dg stay zero where a rule does not read u, g.
 template <class T> struct HeadGrads {
   Mat<T> dq, dk, dv, du;
-  Vec<T> dg;
-  HeadGrads(int n, int d)
-      : dq(Mat<T>::Zero(n, d)), dk(Mat<T>::Zero(n, d)), dv(Mat<T>::Zero(n, d)), du(Mat<T>::Zero(n, d)), dg(Vec<T>::Zero(n)) {}
+  Mat<T> dg;  // (n, gate_rows)
+  HeadGrads(int n, int d, int gate_rows = 1)
+      : dq(Mat<T>::Zero(n, d)), dk(Mat<T>::Zero(n, d)), dv(Mat<T>::Zero(n, d)), du(Mat<T>::Zero(n, d)),
+        dg(Mat<T>::Zero(n, gate_rows)) {}
 };
 
 // The adjoint of a rule's step, specialised in core/rules/<rule>/adjoint.hpp. Constructed as

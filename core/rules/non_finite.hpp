@@ -41,7 +41,7 @@ const char* first_non_finite(const State& st, int b, const HeadInputs<S>& in, co
   if (!all_finite(in.k.col(b))) return "k_t";
   if (!all_finite(in.v.col(b))) return "v_t";
   if (in.u.size() && !all_finite(in.u.col(b))) return "u_t";
-  if (in.gate.size() && !is_finite(in.gate(b))) return "g_t";
+  if (in.gate.size() && !all_finite(in.gate.col(b))) return "g_t";
   return first_non_finite_state(st, b, out);
 }
 

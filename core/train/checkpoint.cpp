@@ -34,7 +34,7 @@ struct TensorShape {
 std::vector<TensorShape> param_shapes(const model::ModelConfig& m) {
   const std::int64_t d = m.d_model, hd = std::int64_t(m.heads) * m.d_head, dh = m.d_head, H = m.heads, F = m.ffn;
   const Needs needs = rule_needs(m.mixer);
-  const std::int64_t U = needs.penalty ? hd : 0, G = needs.gate ? H : 0;
+  const std::int64_t U = needs.penalty ? hd : 0, G = H * needs.gate_rows(m.d_head);
   std::vector<TensorShape> s{{m.vocab, d}, {m.max_len, d}};
   const std::array<TensorShape, model::kPerBlock> block{{
       {d, 1}, {d, 1},                                    // ln1.g, ln1.b

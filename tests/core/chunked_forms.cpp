@@ -43,7 +43,7 @@ TEST_CASE("the delta rule's chunked form covers the classic delta rule and Gated
   Mat<mp50> K = cast_matrix<mp50>(Mat<double>(s.k.transpose()));
   for (int t = 0; t < T; ++t) K.row(t) /= mp50(K.row(t).norm());
   Vec<mp50> sig(T);
-  for (int t = 0; t < T; ++t) sig(t) = sigmoid(mp50(s.gate(t)));
+  for (int t = 0; t < T; ++t) sig(t) = sigmoid(mp50(s.gate(0, t)));
   const Vec<mp50> ones = Vec<mp50>::Ones(T);
   const Vec<mp50> beta2 = mp50(2) * Vec<mp50>(Vec<mp50>::Ones(T) - sig);  // in (0, 2), some above 1
   for (const auto& [name, w] : {std::pair{"classic delta", DeltaCoefficients<mp50>{ones, beta2, ones}},

@@ -50,9 +50,10 @@ Cell run_cell(const std::string& mixer, const std::string& precision, double sca
   cfg.mixer = mixer;
   const LayerShape shape{kPrecD, kPrecD, 1, 1};
   const Mat<double> X = precision_case_input() * scale;
-  const Mat<double> R = layer_forward("mp100", cfg, shape, precision_case_weights(), X).Y;
+  const MixerWeights<double> w = precision_case_weights(rule_needs(cfg));
+  const Mat<double> R = layer_forward("mp100", cfg, shape, w, X).Y;
   try {
-    const Mat<double> Y = layer_forward(precision, cfg, shape, precision_case_weights(), X).Y;
+    const Mat<double> Y = layer_forward(precision, cfg, shape, w, X).Y;
     if (!all_finite(R))  // mp100's answer, rounded to double, overflows: no finite answer is right
       return {Outcome::Wrong, "mp100's output exceeds double's range, this precision returned a finite one"};
     double u = 0, smallest = 0;
@@ -78,7 +79,7 @@ Cell run_cell(const std::string& mixer, const std::string& precision, double sca
 }
 
 void check_grid(const std::string& precision, std::initializer_list<double> scales) {
-  for (const char* mixer : {"vla", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta"}) {
+  for (const char* mixer : {"vla", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta", "gated-deltanet", "gla"}) {
     for (const double s : scales) {
       const Cell c = run_cell(mixer, precision, s);
       std::cout << fmt::format("scale grid: {:8s} {:10s} x {:<9.3g} {:20s} {}\n", mixer, precision, s, name(c.outcome),

@@ -35,6 +35,21 @@ inline const Mat<double>& precision_case_input() {
   return X;
 }
 
+// The shared weights with as many gate rows as `needs` reads (Needs::gate_rows): row 0 is the shared
+// scalar gate's, the others are drawn from their own generator, so that the one-gate rules' case does
+// not depend on the wider rules.
+inline MixerWeights<double> precision_case_weights(const Needs& needs) {
+  MixerWeights<double> w = precision_case_weights();
+  const int rows = needs.gate_rows(kPrecD);
+  if (rows > 1) {
+    std::mt19937_64 g(23);
+    const Mat<double> more = gaussian_matrix(g, rows - 1, kPrecD, 1.0 / std::sqrt(double(kPrecD)));
+    w.Wg.conservativeResize(rows, kPrecD);
+    w.Wg.bottomRows(rows - 1) = more;
+  }
+  return w;
+}
+
 // Y (T, d_model) of `mixer` in precision P, from the double weights and input rounded once to
 // P's storage type.
 template <class P> Mat<double> precision_case_run(const std::string& mixer) {
@@ -43,7 +58,7 @@ template <class P> Mat<double> precision_case_run(const std::string& mixer) {
   cfg.mixer = mixer;
   return with_rule<P>(cfg, [&](auto rule) {
     const MixerLayer<decltype(rule)> layer(LayerShape{kPrecD, kPrecD, 1, 1}, rule,
-                                           precision_case_weights().template cast<S>());
+                                           precision_case_weights(decltype(rule)::needs).template cast<S>());
     return cast_matrix<double>(layer.forward({cast_matrix<S>(precision_case_input())})[0]);
   });
 }

@@ -126,8 +126,8 @@ std::vector<std::vector<double>> run_reference(RecurrentKind kind, const Case& c
       x.q = rows(c.in[0]); x.k = rows(c.in[1]); x.v = rows(c.in[2]);
       if constexpr (Rule::needs.penalty) x.u = rows(c.in[3]);
       if constexpr (Rule::needs.gate) {
-        x.g.resize(s.T);
-        for (int t = 0; t < s.T; ++t) x.g(t) = double(c.gate[seq * s.T + t]);
+        x.g.resize(s.T, 1);
+        for (int t = 0; t < s.T; ++t) x.g(t, 0) = double(c.gate[seq * s.T + t]);
       }
       const auto g = vla::model::head_forward_backward(rule, x, rows(c.in[4])).grad;
       const vla::Mat<double>* out[] = {&g.dq, &g.dk, &g.dv, &g.du};

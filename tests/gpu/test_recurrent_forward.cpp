@@ -71,14 +71,14 @@ template <class Sc = double> Outputs run_cpu(const std::string& mixer, const Inp
       vla::StepRecord<Sc> rec;
       for (int t = 0; t < s.T; ++t) {
         hin.q.resize(s.d, s.B); hin.k.resize(s.d, s.B); hin.v.resize(s.d, s.B); hin.u.resize(s.d, s.B);
-        hin.gate.resize(s.B);
+        hin.gate.resize(1, s.B);
         for (int b = 0; b < s.B; ++b) {
           const std::size_t base = ((std::size_t(b) * s.H + h) * s.T + t) * s.d;
           for (int i = 0; i < s.d; ++i) {
             hin.q(i, b) = in.q[base + i]; hin.k(i, b) = in.k[base + i];
             hin.v(i, b) = in.v[base + i]; hin.u(i, b) = in.u[base + i];
           }
-          hin.gate(b) = in.g[(std::size_t(b) * s.H + h) * s.T + t];
+          hin.gate(0, b) = in.g[(std::size_t(b) * s.H + h) * s.T + t];
         }
         rule.step(st, hin, out, &rec);
         for (int b = 0; b < s.B; ++b) {

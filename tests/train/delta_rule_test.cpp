@@ -38,15 +38,15 @@ TEST_CASE("delta rule forward equals S_t = S_{t-1} + beta_t (v_t - S_{t-1} k_hat
   Mat<mp50> out;
   mp50 worst = 0;
   for (int t = 0; t < T; ++t) {
-    in.q.resize(d, B); in.k.resize(d, B); in.v.resize(d, B); in.gate.resize(B);
+    in.q.resize(d, B); in.k.resize(d, B); in.v.resize(d, B); in.gate.resize(1, B);
     for (auto* m : {&in.q, &in.k, &in.v})
       for (Eigen::Index i = 0; i < m->size(); ++i) (*m)(i) = mp50(n(gen));
-    for (int b = 0; b < B; ++b) in.gate(b) = mp50(2.0 * n(gen));
+    for (int b = 0; b < B; ++b) in.gate(0, b) = mp50(2.0 * n(gen));
     rule.step(st, in, out, nullptr);
     for (int b = 0; b < B; ++b) {
       const Vec<mp50> kf = elu_plus_one(Vec<mp50>(in.k.col(b))), qf = elu_plus_one(Vec<mp50>(in.q.col(b)));
       const Vec<mp50> k_hat = kf / mp50(kf.norm());
-      const mp50 beta = 2 / (1 + exp(-in.gate(b)));
+      const mp50 beta = 2 / (1 + exp(-in.gate(0, b)));
       S[b] = S[b] + beta * (Vec<mp50>(in.v.col(b)) - S[b] * k_hat) * k_hat.transpose();
       z[b] += kf;
       const Vec<mp50> o = S[b] * qf / mp50(qf.dot(z[b]));
@@ -72,20 +72,20 @@ TEST_CASE("delta rule: the residual on the written key contracts by |1 - beta| <
     auto st = rule.init(1, d);
     HeadInputs<mp50> in;
     Mat<mp50> out;
-    in.q = Mat<mp50>::Zero(d, 1); in.k.resize(d, 1); in.v.resize(d, 1); in.gate.resize(1);
+    in.q = Mat<mp50>::Zero(d, 1); in.k.resize(d, 1); in.v.resize(d, 1); in.gate.resize(1, 1);
     for (int warm = 0; warm < 3; ++warm) {  // a non-empty memory first
       for (int i = 0; i < d; ++i) { in.k(i) = mp50(n(gen)); in.v(i) = mp50(n(gen)); }
-      in.gate(0) = mp50(n(gen));
+      in.gate(0, 0) = mp50(n(gen));
       rule.step(st, in, out, nullptr);
     }
     for (int i = 0; i < d; ++i) { in.k(i) = mp50(n(gen)); in.v(i) = mp50(n(gen)); }
-    in.gate(0) = trial % 4 == 0 ? mp50(8) : trial % 4 == 1 ? mp50(-8) : mp50(2 * n(gen));
+    in.gate(0, 0) = trial % 4 == 0 ? mp50(8) : trial % 4 == 1 ? mp50(-8) : mp50(2 * n(gen));
     const Vec<mp50> kf = elu_plus_one(Vec<mp50>(in.k.col(0)));
     const Vec<mp50> k_hat = kf / mp50(kf.norm());
     const Vec<mp50> e = Vec<mp50>(in.v.col(0)) - Mat<mp50>(st.memory.S(0)) * k_hat;
     rule.step(st, in, out, nullptr);
     const Vec<mp50> e_after = Vec<mp50>(in.v.col(0)) - Mat<mp50>(st.memory.S(0)) * k_hat;
-    const mp50 beta = DeltaRule<P>::gain(in.gate(0));
+    const mp50 beta = DeltaRule<P>::gain(in.gate(0, 0));
     CHECK(beta > 0);
     CHECK(beta < 2);
     const mp50 ratio = e_after.norm() / e.norm();

@@ -42,14 +42,14 @@ double core_loss(const Rule& rule, int T, int d, const std::vector<double>& q, c
   {
     auto st = rule.init(1, d);
     vla::HeadInputs<double> in;
-    in.q.resize(d, 1); in.k.resize(d, 1); in.v.resize(d, 1); in.u.resize(d, 1); in.gate.resize(1);
+    in.q.resize(d, 1); in.k.resize(d, 1); in.v.resize(d, 1); in.u.resize(d, 1); in.gate.resize(1, 1);
     vla::Mat<double> out;
     for (int t = 0; t < T; ++t) {
       for (int i = 0; i < d; ++i) {
         const std::size_t x = std::size_t(t) * d + i;
         in.q(i, 0) = q[x]; in.k(i, 0) = k[x]; in.v(i, 0) = v[x]; in.u(i, 0) = u.empty() ? 0.0 : u[x];
       }
-      in.gate(0) = gate.empty() ? 0.0 : gate[t];
+      in.gate(0, 0) = gate.empty() ? 0.0 : gate[t];
       rule.step(st, in, out, nullptr);
       for (int i = 0; i < d; ++i) L += w[std::size_t(t) * d + i] * out(i, 0);
     }
@@ -70,7 +70,7 @@ HeadRun core_head(const Rule& rule, int T, int d, const std::vector<double>& q, 
     vla::HeadSequence<double> x;
     x.q = rows(T, d, q); x.k = rows(T, d, k); x.v = rows(T, d, v);
     if (Rule::needs.penalty) x.u = rows(T, d, u);
-    if (Rule::needs.gate) x.g = Eigen::Map<const vla::Vec<double>>(gate.data(), T);
+    if (Rule::needs.gate) x.g = Eigen::Map<const vla::Mat<double>>(gate.data(), T, 1);
     const auto r = vla::model::head_forward_backward(rule, x, rows(T, d, w));
     return HeadRun{flat(r.O), flat(r.grad.dq), flat(r.grad.dk), flat(r.grad.dv), flat(r.grad.du),
                    std::vector<double>(r.grad.dg.data(), r.grad.dg.data() + r.grad.dg.size())};

@@ -48,8 +48,8 @@ template <class Rule, class GammaOf> void check_parallel_form(const Rule& rule, 
   StepRecord<mp50> rec;
   mp50 err = 0, scale = 0, s_err = 0;
   for (int t = 0; t < T; ++t) {
-    in.q.resize(d, B); in.k.resize(d, B); in.v.resize(d, B); in.gate.resize(B);
-    for (int b = 0; b < B; ++b) { in.q.col(b) = q[b].col(t); in.k.col(b) = k[b].col(t); in.v.col(b) = v[b].col(t); in.gate(b) = g[b](t); }
+    in.q.resize(d, B); in.k.resize(d, B); in.v.resize(d, B); in.gate.resize(1, B);
+    for (int b = 0; b < B; ++b) { in.q.col(b) = q[b].col(t); in.k.col(b) = k[b].col(t); in.v.col(b) = v[b].col(t); in.gate(0, b) = g[b](t); }
     rule.step(st, in, out, &rec);
     for (int b = 0; b < B; ++b) {
       Vec<mp50> o = Vec<mp50>::Zero(d);

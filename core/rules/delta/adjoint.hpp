@@ -15,10 +15,10 @@ template <class P> struct Adjoint<DeltaRule<P>> : NormalisedAdjoint<typename P::
   void step(int t, const HeadSequence<T>& x, const Tape& tp, const Mat<T>& dO, HeadGrads<T>& g) {
     NormalisedAdjoint<T>::step(t, x, tp, dO, g, [&](const Vec<T>& k_feat, Vec<T>& dk_feat) {
       const Vec<T> k_hat = unit(k_feat);
-      const T beta = DeltaRule<P>::gain(x.g(t));
+      const T beta = DeltaRule<P>::gain(x.g(t, 0));
       const auto w = delta_write_adjoint<T>(this->dS, t ? tp.S[t - 1] : zero, k_hat, Vec<T>(x.v.row(t).transpose()), T(1), beta);
       g.dv.row(t) = w.dv.transpose();
-      g.dg(t) = w.db * beta * (T(1) - beta / T(2));
+      g.dg(t, 0) = w.db * beta * (T(1) - beta / T(2));
       dk_feat += unit_backward<T>(k_feat, w.dk_hat);
     });
   }

@@ -49,7 +49,7 @@ template <class P> class DeltaRule {
     for (int b = 0; b < B; ++b) {
       const Vec<C> k_feat = elu_plus_one(column<C>(in.k, b));
       const Vec<C> k_hat = unit(k_feat);
-      const C beta = gain(scalar_cast<C>(in.gate(b)));
+      const C beta = gain(scalar_cast<C>(in.gate(0, b)));
       const Vec<C> w = beta * k_hat;
       const auto wr = st.memory.residual_write(b, k_hat, w, column<C>(in.v, b));  // a = 1, b = beta (delta_write.hpp)
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);

@@ -15,10 +15,10 @@ template <class P> struct Adjoint<DeltaNetRule<P>> : NormalisedAdjoint<typename 
   void step(int t, const HeadSequence<T>& x, const Tape& tp, const Mat<T>& dO, HeadGrads<T>& g) {
     NormalisedAdjoint<T>::step(t, x, tp, dO, g, [&](const Vec<T>& k_feat, Vec<T>& dk_feat) {
       const Vec<T> k_hat = unit(k_feat);
-      const T beta = gated ? sigmoid(x.g(t)) : T(1);
+      const T beta = gated ? sigmoid(x.g(t, 0)) : T(1);
       const auto w = delta_write_adjoint<T>(this->dS, t ? tp.S[t - 1] : zero, k_hat, Vec<T>(x.v.row(t).transpose()), beta, T(1));
       g.dv.row(t) = w.dv.transpose();
-      g.dg(t) = gated ? T(w.da * beta * (T(1) - beta)) : T(0);
+      g.dg(t, 0) = gated ? T(w.da * beta * (T(1) - beta)) : T(0);
       dk_feat += unit_backward<T>(k_feat, w.dk_hat);
     });
   }

@@ -44,7 +44,7 @@ template <class P> class DeltaNetRule {
     for (int b = 0; b < B; ++b) {
       const Vec<C> k_feat = elu_plus_one(cast_vector<C>(Vec<storage_t>(in.k.col(b))));
       const Vec<C> k_hat = unit(k_feat);
-      const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(b))) : C(1);
+      const C beta = opt_.gated ? sigmoid(scalar_cast<C>(in.gate(0, b))) : C(1);
       const auto wr = st.memory.residual_write(b, k_hat, k_hat, cast_vector<C>(Vec<storage_t>(in.v.col(b))), beta);  // a = beta, b = 1 (delta_write.hpp)
       out.col(b) = st.accumulate_and_read(b, k_feat, Vec<storage_t>(in.q.col(b)), eps);
       st.record_write(rec, b, wr, WriteRecord<C>{k_hat, k_hat, beta});  // S -> S (beta I - k_hat k_hat^T)

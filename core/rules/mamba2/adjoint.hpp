@@ -13,9 +13,9 @@ template <class P> struct Adjoint<Mamba2Rule<P>> : ScalarDecayAdjoint<typename P
   Adjoint(const Mamba2Rule<P>&, int d) : ScalarDecayAdjoint<T>(d) {}
 
   void step(int t, const HeadSequence<T>& x, const Tape& tp, const Mat<T>& dO, HeadGrads<T>& g) {
-    const T gamma = sigmoid(x.g(t));
+    const T gamma = sigmoid(x.g(t, 0));
     const T dgamma = ScalarDecayAdjoint<T>::step(t, x, tp, dO, g, gamma);
-    g.dg(t) = dgamma * gamma * (T(1) - gamma);
+    g.dg(t, 0) = dgamma * gamma * (T(1) - gamma);
   }
 };
 

@@ -46,7 +46,7 @@ template <class P> class Mamba2Rule {
     using C = compute_t;
     const int B = begin_step(in, out, rec).first;
     for (int b = 0; b < B; ++b) {
-      const C gamma = sigmoid(scalar_cast<C>(in.gate(b)));  // gamma_t in (0, 1)
+      const C gamma = sigmoid(scalar_cast<C>(in.gate(0, b)));  // gamma_t in (0, 1)
       out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), gamma, rec);
     }
   }
