@@ -121,20 +121,7 @@ TEST_CASE("delta rule in every precision against mp100", "[train][delta][precisi
 TEST_CASE("delta rule: layer gradcheck (double) and mixer gradcheck (mp50)", "[train][delta]") {
   // dX and every weight of one mixer layer (the gate projection that makes beta included) against
   // central differences, bound 10x the finite difference's own error; in mp50 on the small shape.
-  for (const auto& c : test::mixer_gradcheck<double>(delta_mixer(), test::MixerShape{}, 21)) {
-    INFO(c.name << ": rel_err " << c.rel_err << " bound " << c.bound << " |g| " << c.grad_norm);
-    CHECK(c.grad_norm > 1e-3);
-    CHECK(c.pass());
-  }
-  double worst = 0.0;
-  for (const auto& c : test::mixer_gradcheck<mp50>(delta_mixer(), test::MixerShape{4, 2, 3, 5}, 31)) {
-    INFO("(mp50) " << c.name << ": rel_err " << c.rel_err << " bound " << c.bound << " |g| " << c.grad_norm);
-    CHECK(c.grad_norm > 1e-3);
-    CHECK(c.pass());
-    worst = std::max(worst, c.rel_err);
-  }
-  INFO("(mp50) worst relative error " << worst);
-  CHECK(worst < 1e-25);  // double's accuracy would be ~1e-10: the check really ran in mp50
+  test::check_mixer_gradients(delta_mixer());
 }
 
 TEST_CASE("delta rule has no GPU kernel and says so", "[train][delta]") {

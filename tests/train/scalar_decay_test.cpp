@@ -119,20 +119,7 @@ TEST_CASE("scalar-decay rules: layer gradcheck (double) and mixer gradcheck (mp5
   // error; in double on the layer checks' shape, in mp50 on the small one (where a double constant in
   // the adjoint would show).
   for (const char* m : kScalarDecayMixers) {
-    for (const auto& c : test::mixer_gradcheck<double>(mixer(m), test::MixerShape{}, 21)) {
-      INFO(m << " " << c.name << ": rel_err " << c.rel_err << " bound " << c.bound << " |g| " << c.grad_norm);
-      CHECK(c.grad_norm > 1e-3);
-      CHECK(c.pass());
-    }
-    double worst = 0.0;
-    for (const auto& c : test::mixer_gradcheck<mp50>(mixer(m), test::MixerShape{4, 2, 3, 5}, 31)) {
-      INFO(m << " (mp50) " << c.name << ": rel_err " << c.rel_err << " bound " << c.bound << " |g| " << c.grad_norm);
-      CHECK(c.grad_norm > 1e-3);
-      CHECK(c.pass());
-      worst = std::max(worst, c.rel_err);
-    }
-    INFO(m << " (mp50) worst relative error " << worst);
-    CHECK(worst < 1e-25);  // double's accuracy would be ~1e-10: the check really ran in mp50
+    test::check_mixer_gradients(mixer(m));
   }
 }
 
