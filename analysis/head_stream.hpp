@@ -16,7 +16,7 @@ struct HeadStream {
   Mat<double> q, k, v;  // (d, T): column t-1 is token t
   Mat<double> u;        // (rank * d, T)
   Mat<double> gate;     // (gate rows, T): row 0 the scalar gate logit; more rows for wider gates
-  void validate() const;
+  void validate() const;  // sizes >= 1 and every matrix of the shape above; throws std::invalid_argument
 };
 
 HeadStream random_head_stream(int d_head, int T, std::uint64_t seed, int rank = 1);
@@ -37,6 +37,7 @@ template <class S> HeadInputs<S> token_inputs(const HeadStream& s, int t) {
 template <class Rule, class F> void drive(const Rule& rule, const HeadStream& s, F&& f) {
   using S = typename Rule::storage_t;
   using C = typename Rule::compute_t;
+  s.validate();
   auto state = rule.init(1, s.d);
   Mat<S> out;
   StepRecord<C> rec;

@@ -64,9 +64,10 @@ Mat<double> phi_inverse(const Mat<double>& keys) {
 
 HeadStream recovery_stream(const Mat<double>& keys, const Mat<double>& values, std::uint64_t seed) {
   const int d = int(keys.rows()), n = int(keys.cols());
-  HeadStream s{d, n, 1, Mat<double>::Zero(d, n), phi_inverse(keys), values, {}, Vec<double>::Zero(n)};
+  HeadStream s{d, n, 1, Mat<double>::Zero(d, n), phi_inverse(keys), values, {}, Mat<double>::Zero(1, n)};  // gate (1, n): unread
   const auto w = random_weights<double>(LayerShape{d, d, 1, 1}, Needs{.penalty = true, .gate = false}, seed);
   s.u = w.Wu * s.k;  // (d, n): Alg. 1 line 10 before normalisation
+  s.validate();
   return s;
 }
 

@@ -61,3 +61,19 @@ TEST_CASE("the delta rule and linear attention recover orthonormal keys exactly 
     CHECK(recovery_error("double", m, cfg, s) <= 64 * u);
   }
 }
+
+TEST_CASE("head streams have one column per token in every input, and a misshapen one is refused", "[analysis]") {
+  // token_inputs reads column t of q, k, v, u and gate: a gate stored as a column vector (n, 1) was read
+  // out of bounds for every t > 0 (and passed unnoticed without Eigen's assertions).
+  const int d = 6, n = 4;
+  const HeadStream s = recovery_stream(make_keys(KeyKind::Orthonormal, d, n, 0, 3), values(d, n), 3);
+  CHECK(s.gate.rows() == 1);
+  CHECK(s.gate.cols() == n);
+  CHECK_NOTHROW(s.validate());
+  HeadStream bad = s;
+  bad.gate = Mat<double>::Zero(n, 1);
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("gate must be (>= 1, 4)"));
+  bad = s;
+  bad.u = Mat<double>::Zero(d, n - 1);
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("u must be (6, 4)"));
+}
