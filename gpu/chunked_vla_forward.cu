@@ -4,25 +4,25 @@
 //
 // Parallel structure. One thread block owns one (b, h) sequence and walks its chunks in order: the chunk
 // boundary state (A_c, S_c, z_c) is the only thing carried, in shared memory. Within a chunk of n <= CM
-// tokens (rows of every chunk matrix are tokens; rows n.. are zero, so every loop runs to CM), seven
-// phases separated by block barriers:
-//   P1  W = U A_c and K A_c                                         (V1, V3)     tensor cores
-//   P2  G = I + U W^T, lower triangle                               (V1)
+// tokens (rows of every chunk matrix are tokens; rows n.. are zero, so every product runs over whole
+// tiles), eight phases separated by block barriers ("tc": on the tensor cores, see below):
+//   P1  W = U A_c and K A_c                                            (V1, V3)  tc
+//   P2  G = I + U W^T                                                  (V1)      tc
 //   P3  warp 0:  G = L D L^T (the pivots D_t are Alg. 1's delta_t, clamped as produced, line 13),
-//                then Y = L^-1 W by a column sweep                  (V2)
-//       warp 1:  the read's denominators den_t = max(phi(q_t) . (z_c + sum_{j<=t} phi(k_j)), eps)
-//                and z for the next chunk                           (D3, lines 24-26)
-//       others:  QS = Q S_c^T and E = V - K S_c^T                   (V5)         tensor cores
-//   P5  one warp per token: alpha_t = (K A_c)_t - sum_{j<=t} (k_hat_t . y_j) / D_j y_j  (V3), + eta k_hat_t
-//       when the refresh falls on the chunk's last token; alpha_hat_t = unit(alpha_t) (line 20)
-//   P6  L_S = strictly lower K Alpha^T, QA = lower Q Alpha^T        (V5)
-//   P7  warp 0:  E = (I + L_S)^-1 E by a column sweep               (V5)
-//       others:  Y^T D^-1 Y (V4, tensor cores); the next chunk's features from the inputs prefetched in P1
-//   P8  O = (QS + QA E) / den (stored), S' = S_c + E^T Alpha (V5, tensor cores), A' = A_c - Y^T D^-1 Y
+//                then Y = L^-1 W by a column sweep                     (V2)
+//       warp 1:  the running key sums z_c + sum_{j<=t} phi(k_j), and z for the next chunk   (D3, line 24)
+//       others:  QS = Q S_c^T and E = V - K S_c^T                      (V5)      tc
+//   P4  M = tril(K Y^T) D^-1, then alpha_t = (K A_c)_t - (M Y)_t, + eta k_hat_t when the refresh falls on
+//       the chunk's last token                                         (V3)      tc
+//   P5  one warp per token: alpha_hat_t = unit(alpha_t) (line 20), den_t = max(phi(q_t) . z_t, eps) (D3)
+//   P6  L_S = strictly lower K Alpha^T, QA = lower Q Alpha^T           (V5)      tc
+//   P7  warp 0:  E = (I + L_S)^-1 E by a column sweep                  (V5)
+//       others:  Y^T D^-1 Y (V4, tc); the next chunk's features from the inputs prefetched in P1
+//   P8  O = (QS + QA E) / den (stored), S' = S_c + E^T Alpha (V5, tc), A' = A_c - sym(Y^T D^-1 Y)
 //       (+ eta I on a refresh, V4)
 // The factorisation and the two triangular sweeps are the sequential parts: each is CM steps of one warp
-// in registers and shuffles, no block barrier inside. The products of d x d matrices with the chunk run
-// on the tensor cores at fp32 accuracy (3xTF32, below); the chunk-sized ones stay on the FP32 units.
+// in registers and shuffles, no block barrier inside. The products run on the tensor cores (m16n8k8 TF32
+// MMAs with fp32 accumulation) at fp32 accuracy by default (3xTF32) or with TF32 operands (ChunkedVlaOperands).
 #include "gpu/chunked_vla_forward.hpp"
 
 #include "core/phi.hpp"
@@ -85,6 +85,7 @@ template <int D, int CM> struct ChunkSmem {
   float G[NP * LD];   // I + U W^T, then L (strictly lower) (V1); then tril(K Y^T) D^-1 (V3)
   float LS[NP * LD];  // K Alpha^T, strictly lower   (V5)
   float QA[NP * LD];  // Q Alpha^T, lower            (V5)
+  float Zc[NP * LD];  // z_c + sum_{j<=t} phi(k_j), the read's running key sums   (D3)
   float Dinv[NP];     // 1 / D_t
   float den[NP];      // the read's denominators
 };
@@ -119,6 +120,12 @@ template <int K> __device__ __forceinline__ float dot(const float* __restrict__ 
 // The tensor cores in fp32 accuracy: x = big + small with both parts TF32 (10-bit mantissa), and
 // a b ~ a_big b_big + a_big b_small + a_small b_big (the dropped a_small b_small is ~2^-22 relative): three
 // m16n8k8 TF32 MMAs with fp32 accumulation per fp32 product ("3xTF32").
+__device__ __forceinline__ unsigned tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
 __device__ __forceinline__ void split_tf32(float x, unsigned& big, unsigned& small) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(x - __uint_as_float(big)));
@@ -133,12 +140,23 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], 
 // One warp: the 16 x 8 tile at (m0, n0) of C += sum_{k < K} a(m, k) b(k, n), K a multiple of 8. Lane
 // (g, t) = (lane / 4, lane % 4) holds C at (m0 + g, n0 + 2t), (m0 + g, n0 + 2t + 1), (m0 + g + 8, n0 + 2t),
 // (m0 + g + 8, n0 + 2t + 1) in c[0..3] (PTX ISA, mma.m16n8k8 fragment layouts).
-template <int K, class FA, class FB>
+// kOps: Fp32 (3xTF32, fp32 accuracy) or Tf32 (one MMA of the TF32-rounded operands).
+template <int K, ChunkedVlaOperands kOps, class FA, class FB>
 __device__ __forceinline__ void mma_tile(float (&c)[4], FA a, FB b, int m0, int n0, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 8) {
     unsigned ab[4], as[4], bb[2], bs[2];
+    if constexpr (kOps == ChunkedVlaOperands::Tf32) {
+      ab[0] = tf32(a(m0 + g, k0 + t));
+      ab[1] = tf32(a(m0 + g + 8, k0 + t));
+      ab[2] = tf32(a(m0 + g, k0 + t + 4));
+      ab[3] = tf32(a(m0 + g + 8, k0 + t + 4));
+      bb[0] = tf32(b(k0 + t, n0 + g));
+      bb[1] = tf32(b(k0 + t + 4, n0 + g));
+      mma_tf32(c, ab, bb);
+      continue;
+    }
     split_tf32(a(m0 + g, k0 + t), ab[0], as[0]);
     split_tf32(a(m0 + g + 8, k0 + t), ab[1], as[1]);
     split_tf32(a(m0 + g, k0 + t + 4), ab[2], as[2]);
@@ -171,17 +189,17 @@ template <class F> __device__ __forceinline__ void tile_load(float (&c)[4], int 
 
 // out(m, n) = sum_{k < K} a(m, k) b(k, n) for m < M, n < N on the tensor cores, handed to epi(m, n, value).
 // The M/16 x N/8 tiles are dealt round-robin to `slots` warps; the calling warp is `slot` of them.
-template <int M, int N, int K, class FA, class FB, class FE>
+template <int M, int N, int K, ChunkedVlaOperands kOps, class FA, class FB, class FE>
 __device__ __forceinline__ void product(FA a, FB b, FE epi, int slot, int slots, int lane) {
   for (int tile = slot; tile < (M / 16) * (N / 8); tile += slots) {
     const int m0 = tile / (N / 8) * 16, n0 = tile % (N / 8) * 8;
     float c[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_tile<K>(c, a, b, m0, n0, lane);
+    mma_tile<K, kOps>(c, a, b, m0, n0, lane);
     tile_store(c, m0, n0, lane, epi);
   }
 }
 
-template <int D, int CM> struct ChunkedVla {
+template <int D, int CM, ChunkedVlaOperands kOps> struct ChunkedVla {
   using Sm = ChunkSmem<D, CM>;
   static constexpr int LD = Sm::LD, NP = Sm::NP;
   static_assert(D == 32, "lane = coordinate: one warp per token row");
@@ -230,9 +248,9 @@ template <int D, int CM> struct ChunkedVla {
     const float *U = s.U[b], *Kh = s.Kh[b];
     const auto A = [&](int k, int n) { return s.A[n * LD + k]; };
     constexpr int kTiles = NP / 16 * (D / 8);  // per product; the second starts where the first ends
-    product<NP, D, D>([&](int m, int k) { return U[m * LD + k]; }, A, [&](int m, int n, float v) { s.W[m * LD + n] = v; }, warp,
+    product<NP, D, D, kOps>([&](int m, int k) { return U[m * LD + k]; }, A, [&](int m, int n, float v) { s.W[m * LD + n] = v; }, warp,
                       kWarps, lane);
-    product<NP, D, D>([&](int m, int k) { return Kh[m * LD + k]; }, A, [&](int m, int n, float v) { s.KA[m * LD + n] = v; },
+    product<NP, D, D, kOps>([&](int m, int k) { return Kh[m * LD + k]; }, A, [&](int m, int n, float v) { s.KA[m * LD + n] = v; },
                       (warp + kTiles) % kWarps, kWarps, lane);
   }
 
@@ -281,14 +299,15 @@ template <int D, int CM> struct ChunkedVla {
     for (int i = 0; i < CM; ++i) out[i * LD + lane] = acc[i];
   }
 
-  // Warp 1 of P3: den_t and the key sum, lane = key coordinate (D3, lines 24-26).
-  __device__ static void denominators(Sm& s, int b, float eps, int lane) {
+  // Warp 1 of P3: the running key sums z_c + sum_{j<=t} phi(k_j) as rows of Zc, lane = key coordinate, and z
+  // for the next chunk (D3, line 24). The read's denominators are their dot products with phi(q_t) (P5).
+  __device__ static void key_sums(Sm& s, int b, int lane) {
+    const float* __restrict__ Kf = s.Kf[b];
     float zc = s.z[lane];
 #pragma unroll 4
     for (int r = 0; r < CM; ++r) {
-      zc += s.Kf[b][r * LD + lane];  // rows past the chunk are zero
-      const float qz = warp_sum(s.Qf[b][r * LD + lane] * zc);
-      if (lane == 0) s.den[r] = qz < eps ? eps : qz;  // max(., eps), keeping a NaN
+      zc += Kf[r * LD + lane];  // rows past the chunk are zero
+      s.Zc[r * LD + lane] = zc;
     }
     s.z[lane] = zc;
   }
@@ -330,7 +349,7 @@ template <int D, int CM> struct ChunkedVla {
       VLA_PHASE(0);
 
       // P2 (V1): G = I + U W^T.
-      product<NP, NP, D>(row(U), rowT(s.W), [&](int m, int j, float v) { s.G[m * LD + j] = v + (m == j ? 1.f : 0.f); }, warp, kWarps,
+      product<NP, NP, D, kOps>(row(U), rowT(s.W), [&](int m, int j, float v) { s.G[m * LD + j] = v + (m == j ? 1.f : 0.f); }, warp, kWarps,
                          lane);
       VLA_PHASE(1);
 
@@ -338,36 +357,38 @@ template <int D, int CM> struct ChunkedVla {
       if (warp == 0) {
         factor_and_solve(s, eps, lane);
       } else if (warp == 1) {
-        denominators(s, b, eps, lane);
+        key_sums(s, b, lane);
       } else {
         constexpr int kTiles = NP / 16 * (D / 8);
-        product<NP, D, D>(row(Qf), rowT(s.S), [&](int m, int c, float v) { s.QS[m * LD + c] = v; }, warp - 2, kWarps - 2, lane);
-        product<NP, D, D>(row(Kh), rowT(s.S), [&](int m, int c, float v) { s.E[m * LD + c] = V[m * LD + c] - v; },
+        product<NP, D, D, kOps>(row(Qf), rowT(s.S), [&](int m, int c, float v) { s.QS[m * LD + c] = v; }, warp - 2, kWarps - 2, lane);
+        product<NP, D, D, kOps>(row(Kh), rowT(s.S), [&](int m, int c, float v) { s.E[m * LD + c] = V[m * LD + c] - v; },
                           (warp - 2 + kTiles) % (kWarps - 2), kWarps - 2, lane);
       }
       VLA_PHASE(2);
 
       // P4 (V3): tril(K Y^T) D^-1 (over G, whose L the sweep has used), then Alpha = K A_c - that Y.
-      product<NP, NP, D>(row(Kh), rowT(s.Y), [&](int m, int j, float v) { s.G[m * LD + j] = j <= m ? v * s.Dinv[j] : 0.f; }, warp, kWarps,
+      product<NP, NP, D, kOps>(row(Kh), rowT(s.Y), [&](int m, int j, float v) { s.G[m * LD + j] = j <= m ? v * s.Dinv[j] : 0.f; }, warp, kWarps,
                          lane);
       __syncthreads();
-      product<NP, D, NP>(row(s.G), col(s.Y), [&](int m, int c, float v) {
+      product<NP, D, NP, kOps>(row(s.G), col(s.Y), [&](int m, int c, float v) {
         // the chunk's last token reads A after the refresh that follows it: + eta k_hat
         s.Ah[m * LD + c] = s.KA[m * LD + c] - v + (m == n - 1 ? shift * Kh[m * LD + c] : 0.f);
       }, warp, kWarps, lane);
       VLA_PHASE(3);
 
-      // P5 (line 20): alpha_hat_t = unit(alpha_t), one warp per token.
+      // P5 (line 20, D3): alpha_hat_t = unit(alpha_t) and den_t = max(phi(q_t) . z_t, eps), one warp per token.
       for (int r = warp; r < CM; r += kWarps) {
         const float a = s.Ah[r * LD + lane];
-        s.Ah[r * LD + lane] = r < n ? a * inv_norm(warp_sum(a * a)) : 0.f;
+        const float a2 = warp_sum(a * a), qz = warp_sum(Qf[r * LD + lane] * s.Zc[r * LD + lane]);
+        s.Ah[r * LD + lane] = r < n ? a * inv_norm(a2) : 0.f;
+        if (lane == 0) s.den[r] = qz < eps ? eps : qz;  // max(., eps), keeping a NaN
       }
       VLA_PHASE(4);
 
       // P6 (V5): L_S = K Alpha^T strictly lower, QA = Q Alpha^T lower.
       constexpr int kSquare = NP / 16 * (NP / 8);
-      product<NP, NP, D>(row(Kh), rowT(s.Ah), [&](int m, int j, float v) { s.LS[m * LD + j] = j < m ? v : 0.f; }, warp, kWarps, lane);
-      product<NP, NP, D>(row(Qf), rowT(s.Ah), [&](int m, int j, float v) { s.QA[m * LD + j] = j <= m ? v : 0.f; },
+      product<NP, NP, D, kOps>(row(Kh), rowT(s.Ah), [&](int m, int j, float v) { s.LS[m * LD + j] = j < m ? v : 0.f; }, warp, kWarps, lane);
+      product<NP, NP, D, kOps>(row(Qf), rowT(s.Ah), [&](int m, int j, float v) { s.QA[m * LD + j] = j <= m ? v : 0.f; },
                          (warp + kSquare) % kWarps, kWarps, lane);
       VLA_PHASE(5);
 
@@ -375,19 +396,19 @@ template <int D, int CM> struct ChunkedVla {
       if (warp == 0) {
         lower_sweep(s.E, s.LS, s.E, lane);
       } else {
-        product<D, D, NP>([&](int m, int k) { return s.Y[k * LD + m] * s.Dinv[k]; }, col(s.Y),
+        product<D, D, NP, kOps>([&](int m, int k) { return s.Y[k * LD + m] * s.Dinv[k]; }, col(s.Y),
                           [&](int m, int c, float v) { s.dA[m * LD + c] = v; }, warp - 1, kWarps - 1, lane);
         if (nn > 0) features(s, b ^ 1, raw, nn, warp, lane);
       }
       VLA_PHASE(6);
 
       // P8: the outputs O = (Q S_c^T + QA E) / den, S' = S_c + E^T Alpha (V5), A' = A_c - sym(Y^T D^-1 Y) (V4).
-      product<NP, D, NP>(row(s.QA), col(s.E), [&](int m, int c, float v) {
+      product<NP, D, NP, kOps>(row(s.QA), col(s.E), [&](int m, int c, float v) {
         if (m >= n) return;
         const float den = s.den[m];
         x.o[base + static_cast<long long>(c0 + m) * D + c] = isfinite(den) ? (s.QS[m * LD + c] + v) / den : __int_as_float(0x7fc00000);
       }, warp, kWarps, lane);
-      product<D, D, NP>([&](int m, int k) { return s.E[k * LD + m]; }, col(s.Ah), [&](int m, int c, float v) { s.S[m * LD + c] += v; },
+      product<D, D, NP, kOps>([&](int m, int k) { return s.E[k * LD + m]; }, col(s.Ah), [&](int m, int c, float v) { s.S[m * LD + c] += v; },
                         (warp + NP / 16 * (D / 8)) % kWarps, kWarps, lane);
       for (int i = tid; i < D * D; i += kThreads) {
         const int r = i / D, c = i % D;
@@ -406,18 +427,27 @@ template <int D, int CM> struct ChunkedVla {
   }
 };
 
-template <int D, int CM>
+template <int D, int CM, ChunkedVlaOperands kOps>
 __global__ void __launch_bounds__(kThreads) chunked_vla_forward_kernel(RecurrentTensors x, RecurrentParams p, int C) {
   extern __shared__ __align__(16) unsigned char smem[];
-  ChunkedVla<D, CM>::run(x, p, C, *reinterpret_cast<ChunkSmem<D, CM>*>(smem));
+  ChunkedVla<D, CM, kOps>::run(x, p, C, *reinterpret_cast<ChunkSmem<D, CM>*>(smem));
 }
 
-template <int D, int CM> cudaError_t launch(const RecurrentTensors& x, const RecurrentParams& p, int C, cudaStream_t stream) {
+template <int D, int CM, ChunkedVlaOperands kOps>
+cudaError_t launch(const RecurrentTensors& x, const RecurrentParams& p, int C, cudaStream_t stream) {
   constexpr int bytes = static_cast<int>(sizeof(ChunkSmem<D, CM>));
-  const cudaError_t attr = cudaFuncSetAttribute(chunked_vla_forward_kernel<D, CM>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  const auto kernel = chunked_vla_forward_kernel<D, CM, kOps>;
+  const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (attr != cudaSuccess) return attr;
-  chunked_vla_forward_kernel<D, CM><<<x.B * x.H, kThreads, bytes, stream>>>(x, p, C);
+  kernel<<<x.B * x.H, kThreads, bytes, stream>>>(x, p, C);
   return cudaGetLastError();
+}
+
+template <ChunkedVlaOperands kOps> cudaError_t launch_chunk(const RecurrentTensors& x, const RecurrentParams& p, int C, cudaStream_t stream) {
+  // The block's matrices are sized for CM >= C rows: the smallest compiled size that holds the chunk.
+  if (C <= 16) return launch<32, 16, kOps>(x, p, C, stream);
+  if (C <= 20) return launch<32, 20, kOps>(x, p, C, stream);
+  return launch<32, 32, kOps>(x, p, C, stream);
 }
 
 }  // namespace
@@ -428,14 +458,13 @@ int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
   return c;
 }
 
-cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, cudaStream_t stream) {
+cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, ChunkedVlaOperands ops,
+                                cudaStream_t stream) {
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
   if (chunk < 0 || chunk > kChunkedVlaMaxChunk || x.d != 32) return cudaErrorInvalidValue;
   const int C = chunked_vla_chunk(chunk, p);
-  // The block's matrices are sized for CM >= C rows: the smallest compiled size that holds the chunk.
-  if (C <= 16) return launch<32, 16>(x, p, C, stream);
-  if (C <= 20) return launch<32, 20>(x, p, C, stream);
-  return launch<32, 32>(x, p, C, stream);
+  return ops == ChunkedVlaOperands::Tf32 ? launch_chunk<ChunkedVlaOperands::Tf32>(x, p, C, stream)
+                                         : launch_chunk<ChunkedVlaOperands::Fp32>(x, p, C, stream);
 }
 
 }  // namespace vla::gpu

@@ -15,6 +15,11 @@
 
 namespace vla::gpu {
 
+// The operands of the kernel's tensor-core products (the small triangular parts always run in fp32):
+//   Fp32  each fp32 operand as a sum of two TF32 numbers, three MMAs per product ("3xTF32"): fp32 accuracy
+//   Tf32  operands rounded to TF32 (10-bit mantissa), one MMA: faster, ~1e-3 relative error
+enum class ChunkedVlaOperands { Fp32, Tf32 };
+
 // Head widths and chunk lengths the kernel is compiled for.
 inline constexpr int kChunkedVlaHeads[] = {32};
 inline constexpr int kChunkedVlaMaxChunk = 32;
@@ -28,6 +33,6 @@ int chunked_vla_chunk(int chunk, const RecurrentParams& p);
 // nothing, for a d outside kChunkedVlaHeads, a chunk outside 0..kChunkedVlaMaxChunk, a missing q, k, v,
 // u or o, or a non-positive B, H or T.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0,
-                                cudaStream_t stream = nullptr);
+                                ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32, cudaStream_t stream = nullptr);
 
 }  // namespace vla::gpu

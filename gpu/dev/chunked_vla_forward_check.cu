@@ -72,12 +72,15 @@ struct Dev {
   ~Dev() { cudaFree(p); }
 };
 
+using vla::gpu::ChunkedVlaOperands;
+
 // 0: fused recurrent kernel; C > 0: the chunked kernel at chunk C.
-cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p) {
-  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk);
+cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, ops);
 }
 
-bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed) {
+// Bound: T d u with u the unit roundoff of the products' operands (fp32 2^-24, TF32 2^-11).
+bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
   const int d = 32;
   const std::size_t N = std::size_t(B) * H * T * d;
   std::mt19937_64 gen(seed);
@@ -99,7 +102,7 @@ bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed) {
   RecurrentTensors x;
   x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
   x.B = B; x.H = H; x.T = T; x.d = d;
-  CUDA_OK(launch(chunk, x, p));
+  CUDA_OK(launch(chunk, x, p, ops));
   CUDA_OK(cudaDeviceSynchronize());
   CUDA_OK(cudaMemcpy(got.data(), dout.p, N * 4, cudaMemcpyDeviceToHost));
   double num = 0, den = 0, worst_row = 0;
@@ -116,24 +119,25 @@ bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed) {
     den += rd;
     worst_row = std::max(worst_row, std::sqrt(rn / rd));
   }
-  const double err = std::sqrt(num / den), bound = double(T) * d * std::ldexp(1.0, -24);
+  const bool tf32 = chunk > 0 && ops == ChunkedVlaOperands::Tf32;
+  const double err = std::sqrt(num / den), bound = double(T) * d * std::ldexp(1.0, tf32 ? -11 : -24);
   const bool ok = finite && err <= bound;
   std::printf("check %-8s B=%d H=%d T=%-5d refresh=%-2d  rel err %.3e  worst row %.3e  (bound %.1e)  %s\n",
-              chunk == 0 ? "fused" : (std::string("C=") + std::to_string(vla::gpu::chunked_vla_chunk(chunk, p))).c_str(), B, H, T,
+              chunk == 0 ? "fused" : (std::string(tf32 ? "tf32 C=" : "C=") + std::to_string(vla::gpu::chunked_vla_chunk(chunk, p))).c_str(), B, H, T,
               period, err, worst_row, bound, ok ? "ok" : "FAIL");
   return ok;
 }
 
-double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps) {
+double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
   cudaEvent_t a, b;
   CUDA_OK(cudaEventCreate(&a));
   CUDA_OK(cudaEventCreate(&b));
-  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p));  // warm-up
+  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p, ops));  // warm-up
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<float> ms(reps);
   for (int i = 0; i < reps; ++i) {
     CUDA_OK(cudaEventRecord(a));
-    CUDA_OK(launch(chunk, x, p));
+    CUDA_OK(launch(chunk, x, p, ops));
     CUDA_OK(cudaEventRecord(b));
     CUDA_OK(cudaEventSynchronize(b));
     CUDA_OK(cudaEventElapsedTime(&ms[i], a, b));
@@ -179,6 +183,8 @@ int main(int argc, char** argv) {
   ok = check(1, 1, 5, 32, 0, 3) && ok;      // one short chunk
   ok = check(4, 8, 4096, 0, 20, 5) && ok;   // the benchmark's T, fused
   ok = check(4, 8, 4096, 20, 20, 5) && ok;  // and chunked
+  for (int period : {20, 0}) ok = check(2, 3, 1009, 20, period, 41 + period, ChunkedVlaOperands::Tf32) && ok;
+  ok = check(4, 8, 4096, 20, 20, 5, ChunkedVlaOperands::Tf32) && ok;
   if (mode == "check") {
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
@@ -187,7 +193,8 @@ int main(int argc, char** argv) {
   // Benchmark: (B, H, d) = (8, 4, 32), the shape of the anchors (shared/reference/anchors-h100.md).
   const int B = 8, H = 4, d = 32;
   std::printf("\nbench (B, H, d) = (%d, %d, %d), median of %d, ms\n", B, H, d, reps);
-  std::printf("%-7s | %-9s | %-10s | %-10s | %-10s | %-10s\n", "T", "refresh", "fused", "chunked", "C", "fused/chunked");
+  std::printf("%-7s | %-9s | %-10s | %-10s | %-10s | %-4s | %-13s | %-10s\n", "T", "refresh", "fused", "chunked", "tf32", "C", "fused/chunked",
+              "fused/tf32");
   for (int T : {4096, 16384, 65536}) {
     const std::size_t N = std::size_t(B) * H * T * d;
     Dev dq(N), dk(N), dv(N), du(N), dout(N);
@@ -203,8 +210,8 @@ int main(int argc, char** argv) {
       p.refresh_period = period;
       const double f = time_ms(0, x, p, reps);
       for (int chunk : period ? std::vector<int>{20} : std::vector<int>{16, 32}) {
-        const double c = time_ms(chunk, x, p, reps);
-        std::printf("%-7d | %-9d | %-10.3f | %-10.3f | %-10d | %-10.2f\n", T, period, f, c, chunk, f / c);
+        const double c = time_ms(chunk, x, p, reps), c32 = time_ms(chunk, x, p, reps, ChunkedVlaOperands::Tf32);
+        std::printf("%-7d | %-9d | %-10.3f | %-10.3f | %-10.3f | %-4d | %-13.2f | %-10.2f\n", T, period, f, c, c32, chunk, f / c, f / c32);
       }
     }
   }
