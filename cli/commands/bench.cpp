@@ -5,7 +5,8 @@
 // projections per token).
 //
 // `vla bench attention --device cuda`: times the fused forward kernels (VLA, linear attention, DeltaNet)
-// and each one's forward+backward (gpu/recurrent_backward.hpp), and the toolkit's causal softmax attention
+// and each one's forward+backward (gpu/recurrent_backward.hpp), the chunkwise-parallel VLA forward
+// (gpu/chunked_vla_forward.hpp, at the head widths it has), and the toolkit's causal softmax attention
 // (gpu/softmax_attention.hpp, cuBLAS + row kernels, query-chunked so that T = 65536 fits), forward and
 // forward+backward, and prints the T where VLA becomes faster than that softmax;
 // with CUDA events, median of --reps timed runs after 2 warm-ups, on device-generated random inputs
@@ -31,6 +32,7 @@
 #include <vector>
 
 #ifdef VLA_HAVE_CUDA
+#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
 #include "gpu/recurrent_backward.hpp"
@@ -74,8 +76,9 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 }
 
 // Median milliseconds of one fused forward over (B, H, T, d) inputs; with `backward`, of the forward
-// followed by the fused backward (dL/do random, the workspace allocated once outside the timing).
-double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false) {
+// followed by the fused backward (dL/do random, the workspace allocated once outside the timing); with
+// `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters).
+double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false) {
   using vla::gpu::check;
   const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
   vla::gpu::DeviceBuffer q(n), k(n), v(n), u(n), o(n), g(std::size_t(a.batch) * a.heads * T);  // (B, H, T, d), g (B, H, T)
@@ -95,7 +98,8 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
     x.checkpoints = ws.get();  // the forward writes the backward's checkpoints: the backward skips its first pass
   }
   return median_event_ms(a.reps, [&] {
-    check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
+    if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
+    else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
     if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
   });
 }
@@ -165,14 +169,17 @@ void run(const BenchArgs& a) {
              a.d_head, a.reps);
   // The fused backward exists at every d the forward has (16, 32, 64, 128; gpu/recurrent_backward.hpp).
   const bool with_bwd = true;
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "linear ms",
-             "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd", "softmax ms",
-             "sm fwd+bwd ms");
-  vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms", "linear_fwdbwd_ms",
-                           "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
-  std::vector<double> vla_f, vla_fb, sm_f, sm_fb;
+  // The chunked VLA forward exists at the widths of kChunkedVlaHeads; elsewhere its column is NaN.
+  const bool with_chunked = std::ranges::find(vla::gpu::kChunkedVlaHeads, a.d_head) != std::end(vla::gpu::kChunkedVlaHeads);
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "vla chunked",
+             "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd",
+             "softmax ms", "sm fwd+bwd ms");
+  vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "vla_chunked_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms",
+                           "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
+  std::vector<double> vla_f, vla_c, vla_fb, sm_f, sm_fb;
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
+    const double vc = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, false, true) : std::numeric_limits<double>::quiet_NaN();
     const double l = time_kernel(vla::gpu::RecurrentKind::Linear, a, T);
     const double dn = time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T);
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -180,13 +187,14 @@ void run(const BenchArgs& a) {
     const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
     const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
     const double sm = time_softmax(a, T, false), smfb = time_softmax(a, T, true);
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n", T, v,
-               l, dn, 1e3 * v / T, v / dn, fb, fb / v, lfb, dfb, sm, smfb);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, l, dn, fb, lfb, dfb, sm, smfb});
-    vla_f.push_back(v); vla_fb.push_back(fb); sm_f.push_back(sm); sm_fb.push_back(smfb);
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n",
+               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, lfb, dfb, sm, smfb);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, lfb, dfb, sm, smfb});
+    vla_f.push_back(v); vla_c.push_back(vc); vla_fb.push_back(fb); sm_f.push_back(sm); sm_fb.push_back(smfb);
   }
-  fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {}; "
-             "VLA fwd+bwd than softmax fwd+bwd at T {}\n", a.batch, a.heads, a.d_head, crossover(a.T, vla_f, sm_f), crossover(a.T, vla_fb, sm_fb));
+  fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {} (chunked: {}); "
+             "VLA fwd+bwd than softmax fwd+bwd at T {}\n", a.batch, a.heads, a.d_head, crossover(a.T, vla_f, sm_f),
+             crossover(a.T, vla_c, sm_f), crossover(a.T, vla_fb, sm_fb));
   if (!a.csv.empty()) table.write(a.csv);
 #else
   throw std::invalid_argument("--device: this build has no CUDA path (nvcc was not found at configure time)");

@@ -1,0 +1,254 @@
+// Development driver of the chunked VLA forward (gpu/chunked_vla_forward.cu): Algorithm 1 written out in
+// double on the host, the check of the chunked kernel and of the fused recurrent kernel against it on
+// fresh random inputs (several shapes, chunk lengths, refresh on and off, T not a multiple of the chunk),
+// and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
+//
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/recurrent_forward.cu \
+//        -o cvla_check && ./cvla_check [reps] [all|check|quick]
+// (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck)
+//
+// Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
+// non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
+// to the toolkit's CPU rule instead; this file is the kernel's bench and a reference independent of core/.
+// The kernel's source itself, with its per-phase cycle counters switched on (they cost two clock reads
+// per barrier on one thread; the timings below include them).
+#define VLA_CHUNKED_VLA_PHASES
+#include "gpu/chunked_vla_forward.cu"
+#include "gpu/recurrent_forward.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#define CUDA_OK(call)                                                                               \
+  do {                                                                                              \
+    const cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+namespace {
+
+using vla::gpu::RecurrentParams;
+using vla::gpu::RecurrentTensors;
+
+double phi(double x) { return x > 0 ? x + 1 : std::exp(x); }
+
+// Algorithm 1 (lines 4-26) for one sequence, double; q, k, v, u (T, d) rows, o (T, d).
+void algorithm1(const float* q, const float* k, const float* v, const float* u, float* o, int T, int d, const RecurrentParams& p) {
+  std::vector<double> A(d * d, 0.0), S(d * d, 0.0), z(d, 0.0), kf(d), kh(d), qf(d), uu(d), y(d), al(d), e(d);
+  for (int i = 0; i < d; ++i) A[i * d + i] = 1.0 / p.lambda0;
+  for (int t = 0; t < T; ++t) {
+    const float *qt = q + t * d, *kt = k + t * d, *vt = v + t * d, *ut = u + t * d;
+    double kn = 0, un = 0;
+    for (int i = 0; i < d; ++i) { kf[i] = phi(kt[i]); qf[i] = phi(qt[i]); kn += kf[i] * kf[i]; un += double(ut[i]) * ut[i]; }
+    for (int i = 0; i < d; ++i) { kh[i] = kf[i] / std::sqrt(kn); uu[i] = ut[i] / std::sqrt(un) / std::sqrt(double(d)); }
+    double delta = 1;
+    for (int i = 0; i < d; ++i) { y[i] = 0; for (int j = 0; j < d; ++j) y[i] += A[i * d + j] * uu[j]; delta += uu[i] * y[i]; }
+    if (!(delta >= p.eps)) delta = p.eps;
+    for (int i = 0; i < d; ++i) for (int j = 0; j < d; ++j) A[i * d + j] -= y[i] * y[j] / delta;
+    if (p.refresh_period > 0 && (t + 1) % p.refresh_period == 0) for (int i = 0; i < d; ++i) A[i * d + i] += p.refresh_eta;
+    double an = 0;
+    for (int i = 0; i < d; ++i) { al[i] = 0; for (int j = 0; j < d; ++j) al[i] += A[i * d + j] * kh[j]; an += al[i] * al[i]; }
+    for (int i = 0; i < d; ++i) al[i] /= std::sqrt(an);
+    for (int i = 0; i < d; ++i) { e[i] = vt[i]; for (int j = 0; j < d; ++j) e[i] -= S[i * d + j] * kh[j]; }
+    for (int i = 0; i < d; ++i) for (int j = 0; j < d; ++j) S[i * d + j] += e[i] * al[j];
+    double den = 0;
+    for (int i = 0; i < d; ++i) { z[i] += kf[i]; den += qf[i] * z[i]; }
+    den = den < p.eps ? p.eps : den;
+    for (int i = 0; i < d; ++i) { double s = 0; for (int j = 0; j < d; ++j) s += S[i * d + j] * qf[j]; o[t * d + i] = float(s / den); }
+  }
+}
+
+struct Dev {
+  float* p = nullptr;
+  explicit Dev(std::size_t n) { CUDA_OK(cudaMalloc(&p, n * sizeof(float))); }
+  ~Dev() { cudaFree(p); }
+};
+
+using vla::gpu::ChunkedVlaOperands;
+
+// 0: fused recurrent kernel; C > 0: the chunked kernel at chunk C.
+cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, ops);
+}
+
+// Bound: T d u with u the unit roundoff of the products' operands (fp32 2^-24, TF32 2^-11).
+bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+  const int d = 32;
+  const std::size_t N = std::size_t(B) * H * T * d;
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> q(N), k(N), v(N), u(N), ref(N), got(N);
+  for (auto* x : {&q, &k, &v, &u}) for (float& e : *x) e = nd(gen);
+  RecurrentParams p;
+  p.refresh_period = period;
+  for (int s = 0; s < B * H; ++s) {
+    const std::size_t o = std::size_t(s) * T * d;
+    algorithm1(&q[o], &k[o], &v[o], &u[o], &ref[o], T, d, p);
+  }
+  Dev dq(N), dk(N), dv(N), du(N), dout(N);
+  CUDA_OK(cudaMemcpy(dq.p, q.data(), N * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dk.p, k.data(), N * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dv.p, v.data(), N * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(du.p, u.data(), N * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dout.p, 0xff, N * 4));  // NaN everywhere: an output never written fails
+  RecurrentTensors x;
+  x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
+  x.B = B; x.H = H; x.T = T; x.d = d;
+  CUDA_OK(launch(chunk, x, p, ops));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got.data(), dout.p, N * 4, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0, worst_row = 0;
+  bool finite = true;
+  for (std::size_t r = 0; r < N / d; ++r) {
+    double rn = 0, rd = 0;
+    for (int i = 0; i < d; ++i) {
+      const double g = got[r * d + i], f = ref[r * d + i];
+      finite = finite && std::isfinite(g);
+      rn += (g - f) * (g - f);
+      rd += f * f;
+    }
+    num += rn;
+    den += rd;
+    worst_row = std::max(worst_row, std::sqrt(rn / rd));
+  }
+  const bool tf32 = chunk > 0 && ops == ChunkedVlaOperands::Tf32;
+  const double err = std::sqrt(num / den), bound = double(T) * d * std::ldexp(1.0, tf32 ? -11 : -24);
+  const bool ok = finite && err <= bound;
+  std::printf("check %-8s B=%d H=%d T=%-5d refresh=%-2d  rel err %.3e  worst row %.3e  (bound %.1e)  %s\n",
+              chunk == 0 ? "fused" : (std::string(tf32 ? "tf32 C=" : "C=") + std::to_string(vla::gpu::chunked_vla_chunk(chunk, p))).c_str(), B, H, T,
+              period, err, worst_row, bound, ok ? "ok" : "FAIL");
+  return ok;
+}
+
+double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+  cudaEvent_t a, b;
+  CUDA_OK(cudaEventCreate(&a));
+  CUDA_OK(cudaEventCreate(&b));
+  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p, ops));  // warm-up
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) {
+    CUDA_OK(cudaEventRecord(a));
+    CUDA_OK(launch(chunk, x, p, ops));
+    CUDA_OK(cudaEventRecord(b));
+    CUDA_OK(cudaEventSynchronize(b));
+    CUDA_OK(cudaEventElapsedTime(&ms[i], a, b));
+  }
+  CUDA_OK(cudaEventDestroy(a));
+  CUDA_OK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[reps / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
+  const std::string mode = argc > 2 ? argv[2] : "all";
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+
+  bool ok = true;
+  if (mode == "profile") {  // one launch at the benchmark's shape, for a profiler (ncu -k regex:chunked)
+    const int B = 8, H = 4, d = 32, T = 4096;
+    const std::size_t N = std::size_t(B) * H * T * d;
+    Dev dq(N), dk(N), dv(N), du(N), dout(N);
+    for (auto* x : {&dq, &dk, &dv, &du}) CUDA_OK(vla::gpu::fill_random(x->p, N, 7));
+    RecurrentTensors x;
+    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
+    x.B = B; x.H = H; x.T = T; x.d = d;
+    CUDA_OK(launch(20, x, RecurrentParams{}));
+    CUDA_OK(cudaDeviceSynchronize());
+    return 0;
+  }
+  if (mode == "quick") {
+    ok = check(1, 2, 45, 20, 20, 1) && ok;
+    ok = check(1, 1, 37, 32, 0, 2) && ok;
+    std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  // Shapes: T a multiple of no chunk (prime, and past a refresh boundary), several (b, h) blocks.
+  for (int period : {20, 0})
+    for (int chunk : {0, 1, 7, 16, 20, 32})
+      ok = check(2, 3, 1009, chunk, period, 11 + chunk + period) && ok;
+  ok = check(1, 1, 5, 32, 0, 3) && ok;      // one short chunk
+  ok = check(4, 8, 4096, 0, 20, 5) && ok;   // the benchmark's T, fused
+  ok = check(4, 8, 4096, 20, 20, 5) && ok;  // and chunked
+  for (int period : {20, 0}) ok = check(2, 3, 1009, 20, period, 41 + period, ChunkedVlaOperands::Tf32) && ok;
+  ok = check(4, 8, 4096, 20, 20, 5, ChunkedVlaOperands::Tf32) && ok;
+  if (mode == "check") {
+    std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+
+  // Benchmark: (B, H, d) = (8, 4, 32), the shape of the anchors (shared/reference/anchors-h100.md).
+  const int B = 8, H = 4, d = 32;
+  std::printf("\nbench (B, H, d) = (%d, %d, %d), median of %d, ms\n", B, H, d, reps);
+  std::printf("%-7s | %-9s | %-10s | %-10s | %-10s | %-4s | %-13s | %-10s\n", "T", "refresh", "fused", "chunked", "tf32", "C", "fused/chunked",
+              "fused/tf32");
+  for (int T : {4096, 16384, 65536}) {
+    const std::size_t N = std::size_t(B) * H * T * d;
+    Dev dq(N), dk(N), dv(N), du(N), dout(N);
+    CUDA_OK(vla::gpu::fill_random(dq.p, N, 1));
+    CUDA_OK(vla::gpu::fill_random(dk.p, N, 2));
+    CUDA_OK(vla::gpu::fill_random(dv.p, N, 3));
+    CUDA_OK(vla::gpu::fill_random(du.p, N, 4));
+    RecurrentTensors x;
+    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
+    x.B = B; x.H = H; x.T = T; x.d = d;
+    for (int period : {20, 0}) {
+      RecurrentParams p;
+      p.refresh_period = period;
+      const double f = time_ms(0, x, p, reps);
+      for (int chunk : period ? std::vector<int>{20} : std::vector<int>{16, 32}) {
+        const double c = time_ms(chunk, x, p, reps), c32 = time_ms(chunk, x, p, reps, ChunkedVlaOperands::Tf32);
+        std::printf("%-7d | %-9d | %-10.3f | %-10.3f | %-10.3f | %-4d | %-13.2f | %-10.2f\n", T, period, f, c, c32, chunk, f / c, f / c32);
+      }
+    }
+  }
+  // Where a chunk's time goes: block 0's cycles per phase (the phases of gpu/chunked_vla_forward.cu).
+  for (int T : {16384}) {
+    const std::size_t N = std::size_t(B) * H * T * d;
+    Dev dq(N), dk(N), dv(N), du(N), dout(N);
+    for (auto* x : {&dq, &dk, &dv, &du}) CUDA_OK(vla::gpu::fill_random(x->p, N, 7));
+    RecurrentTensors x;
+    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
+    x.B = B; x.H = H; x.T = T; x.d = d;
+    for (int period : {20, 0}) {
+      RecurrentParams p;
+      p.refresh_period = period;
+      const int C = vla::gpu::chunked_vla_chunk(period ? 20 : 16, p);
+      CUDA_OK(launch(C, x, p));
+      CUDA_OK(cudaDeviceSynchronize());
+      unsigned long long cyc[8][8];
+      CUDA_OK(cudaMemcpyFromSymbol(cyc, vla::gpu::chunked_vla_phase_cycles, sizeof cyc));
+      int chunks = 0;
+      for (int c0 = 0; c0 < T; ++chunks) c0 += vla::gpu::chunk_length(c0, T, C, period);
+      const char* names[8] = {"P1 W,KA", "P2 G", "P3 LDL,Y|den|QS,E", "P4 alpha", "P5 unit", "P6 LS,QA", "P7 sweep|dA,feat", "P8 O,S,A"};
+      double total = 0;
+      for (int i = 0; i < 8; ++i) {
+        unsigned long long worst = 0;
+        for (int w = 0; w < 8; ++w) worst = std::max(worst, cyc[w][i]);
+        total += double(worst) / chunks;
+      }
+      std::printf("\nphases, T=%d C=%d refresh=%d: %.0f cycles per chunk on the slowest warps (each warp's own work, per chunk)\n", T,
+                  C, period, total);
+      for (int i = 0; i < 8; ++i) {
+        std::printf("  %-20s", names[i]);
+        for (int w = 0; w < 8; ++w) std::printf(" %6.0f", double(cyc[w][i]) / chunks);
+        std::printf("\n");
+      }
+    }
+  }
+  std::printf("\n%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}

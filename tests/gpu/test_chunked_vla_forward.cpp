@@ -1,0 +1,153 @@
+// The chunkwise-parallel VLA forward (gpu/chunked_vla_forward.cu) against Algorithm 1 in double (the CPU
+// rule, core/rules/vla/forward.hpp) on fresh random inputs: several launch shapes, chunk lengths from 1 to
+// 32, T a multiple of none of them, the refresh on and off, outputs poisoned with NaN before every run.
+// Tagged [gpu]; passes with a warning and checks nothing where no CUDA device is visible (CI).
+#include "gpu/chunked_vla_forward.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_query.hpp"
+#include "tests/gpu/recurrent_reference.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+namespace {
+
+using namespace vla::gpu_test;
+
+vla::gpu::RecurrentParams params(int refresh_period) {
+  vla::gpu::RecurrentParams p;
+  p.refresh_period = refresh_period;
+  return p;
+}
+
+// One launch of the chunked kernel (chunk 0: the default) or, with chunk < 0, of the fused recurrent kernel.
+std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::RecurrentParams& p) {
+  using vla::gpu::DeviceBuffer;
+  const Shape s = in.s;
+  DeviceBuffer q(in.q), k(in.k), v(in.v), u(in.u), o(in.q.size());
+  o.poison();
+  vla::gpu::RecurrentTensors x;
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
+  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
+  vla::gpu::check(chunk < 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk),
+                  "forward launch");
+  vla::gpu::check(cudaDeviceSynchronize(), "forward (sync)");
+  vla::gpu::check(cudaGetLastError(), "forward (last error)");
+  return o.download();
+}
+
+Outputs run_cpu_vla(const Inputs& in, int refresh_period) {
+  vla::MixerConfig cfg;
+  cfg.mixer = "vla";
+  cfg.penalty.refresh_period = refresh_period;
+  return run_cpu(cfg, in);
+}
+
+bool all_finite(const std::vector<float>& x) {
+  for (float e : x)
+    if (!std::isfinite(e)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bound, every chunk length", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // If these fail, the chunkwise algebra (V1-V5 of docs/chunkwise-vla.md) or its chunk boundaries (the last
+  // short chunk, the refresh steps, the clamp) differ from Algorithm 1, not merely its rounding.
+  std::uint64_t seed = 2000;
+  for (const Shape s : {Shape{2, 3, 67, 32}, Shape{3, 2, 150, 32}, Shape{1, 2, 1009, 32}})
+    for (int period : {20, 0}) {
+      const Inputs in = random_inputs(s, seed++);
+      const Outputs cpu = run_cpu_vla(in, period);
+      const double tol = fp32_bound(s);
+      for (int chunk : {0, 1, 7, 16, 20, 32}) {
+        const auto p = params(period);
+        const std::vector<float> gpu = run_gpu(in, chunk, p);
+        INFO("B=" << s.B << " H=" << s.H << " T=" << s.T << " refresh " << period << " chunk " << chunk << " (runs "
+                  << vla::gpu::chunked_vla_chunk(chunk, p) << ") tol " << tol);
+        REQUIRE(all_finite(gpu));  // every output written (the poison is NaN) and finite
+        const double e = rel_err(gpu, cpu.o);
+        WARN("chunked C=" << vla::gpu::chunked_vla_chunk(chunk, p) << " T=" << s.T << " refresh " << period << ": rel err " << e);
+        CHECK(e <= tol);
+      }
+    }
+}
+
+TEST_CASE("chunked VLA forward is the same function of each sequence whatever the launch shape", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // One block owns one (b, h) sequence in a fixed operation order: sequence (b, h) of a (B, H) launch must
+  // equal, bit for bit, the same sequence launched alone. A difference means blocks share state or the
+  // result depends on scheduling (a race between the warps of a chunk's phases).
+  const Shape s{3, 2, 45, 32};
+  const Inputs in = random_inputs(s, 91);
+  const auto p = params(20);
+  const std::vector<float> all = run_gpu(in, 16, p);
+  for (int seq = 0; seq < s.B * s.H; ++seq) {
+    const std::size_t n = std::size_t(s.T) * s.d;
+    Inputs one{{1, 1, s.T, s.d}, {}, {}, {}, {}, {}};
+    const auto slice = [&](const std::vector<float>& x) { return std::vector<float>(x.begin() + seq * n, x.begin() + (seq + 1) * n); };
+    one.q = slice(in.q); one.k = slice(in.k); one.v = slice(in.v); one.u = slice(in.u);
+    const std::vector<float> alone = run_gpu(one, 16, p);
+    INFO("sequence " << seq);
+    CHECK(std::equal(alone.begin(), alone.end(), all.begin() + seq * n));
+  }
+}
+
+TEST_CASE("chunked VLA forward signals an fp32 overflow with NaN from its chunk on, never a plausible value", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // At step t0 of sequence 0, q and k of size 1e20 overflow ||phi(k)||^2 and phi(q)^T z in fp32. The CPU float
+  // rule returns NaN from t0 on; the chunked kernel mixes a chunk's tokens in its products, so the NaN may
+  // also reach the rows of t0's own chunk before t0 (the masked zeros of a product still multiply it), but
+  // never a row of an earlier chunk, and never a finite value after t0. Sequence 1 must be untouched.
+  const Shape s{2, 1, 50, 32};
+  const int t0 = 27, chunk = 10;  // t0 in the chunk [20, 30) (refresh off)
+  Inputs in = random_inputs(s, 17);
+  for (int i = 0; i < s.d; ++i) in.q[std::size_t(t0) * s.d + i] = in.k[std::size_t(t0) * s.d + i] = 1e20f;
+  const std::vector<float> gpu = run_gpu(in, chunk, params(0));
+  const Outputs cpu = run_cpu_vla(in, 0);
+  for (int t = 0; t < s.T; ++t) {
+    bool nan = false, finite = true;
+    for (int i = 0; i < s.d; ++i) {
+      nan = nan || std::isnan(gpu[std::size_t(t) * s.d + i]);
+      finite = finite && std::isfinite(gpu[std::size_t(t) * s.d + i]);
+    }
+    INFO("step " << t);
+    if (t >= t0) CHECK(nan);
+    else if (t < 20) CHECK(finite);
+    else CHECK((nan || finite));
+  }
+  const std::size_t half = std::size_t(s.T) * s.d;
+  const std::vector<float> gpu0(gpu.begin(), gpu.begin() + 20 * s.d), cpu0(cpu.o.begin(), cpu.o.begin() + 20 * s.d);
+  CHECK(rel_err(gpu0, cpu0) <= fp32_bound(s));  // the chunks before the overflow are Algorithm 1's
+  const std::vector<float> gpu1(gpu.begin() + half, gpu.end()), cpu1(cpu.o.begin() + half, cpu.o.end());
+  CHECK(all_finite(gpu1));
+  CHECK(rel_err(gpu1, cpu1) <= fp32_bound(s));
+}
+
+TEST_CASE("chunked VLA forward rejects what it does not implement instead of launching", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Each of these must come back as cudaErrorInvalidValue with nothing launched (the poisoned output stays NaN).
+  vla::gpu::DeviceBuffer buf(std::size_t(4) * 64), o(std::size_t(4) * 64);
+  o.poison();
+  vla::gpu::RecurrentTensors x;
+  x.q = x.k = x.v = x.u = buf.get(); x.o = o.get();
+  x.B = 1; x.H = 1; x.T = 4; x.d = 32;
+  const vla::gpu::RecurrentParams p;
+  for (int d : {16, 48, 64}) {
+    vla::gpu::RecurrentTensors y = x;
+    y.d = d;
+    CHECK(vla::gpu::chunked_vla_forward(y, p) == cudaErrorInvalidValue);  // head widths without an instantiation
+  }
+  CHECK(vla::gpu::chunked_vla_forward(x, p, -1) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::chunked_vla_forward(x, p, vla::gpu::kChunkedVlaMaxChunk + 1) == cudaErrorInvalidValue);
+  vla::gpu::RecurrentTensors no_u = x;
+  no_u.u = nullptr;
+  CHECK(vla::gpu::chunked_vla_forward(no_u, p) == cudaErrorInvalidValue);
+  vla::gpu::RecurrentTensors empty = x;
+  empty.T = 0;
+  CHECK(vla::gpu::chunked_vla_forward(empty, p) == cudaErrorInvalidValue);
+  vla::gpu::check(cudaDeviceSynchronize(), "sync");
+  for (float e : o.download()) CHECK(std::isnan(e));
+}
