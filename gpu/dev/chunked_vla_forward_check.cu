@@ -74,6 +74,20 @@ struct Dev {
 
 using vla::gpu::ChunkedVlaOperands;
 
+// Device inputs (B, H, T, 32) filled on the device (fill_random: uniform, unit variance) and an output.
+struct RandomTensors {
+  std::size_t N;
+  Dev q, k, v, u, o;
+  RecurrentTensors x;
+  RandomTensors(int B, int H, int T, unsigned long long seed)
+      : N(std::size_t(B) * H * T * 32), q(N), k(N), v(N), u(N), o(N) {
+    unsigned long long sd = seed;
+    for (Dev* t : {&q, &k, &v, &u}) CUDA_OK(vla::gpu::fill_random(t->p, (long long)N, sd++));
+    x.q = q.p; x.k = k.p; x.v = v.p; x.u = u.p; x.o = o.p;
+    x.B = B; x.H = H; x.T = T; x.d = 32;
+  }
+};
+
 // 0: fused recurrent kernel; C > 0: the chunked kernel at chunk C.
 cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
   return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, ops);
@@ -159,14 +173,8 @@ int main(int argc, char** argv) {
 
   bool ok = true;
   if (mode == "profile") {  // one launch at the benchmark's shape, for a profiler (ncu -k regex:chunked)
-    const int B = 8, H = 4, d = 32, T = 4096;
-    const std::size_t N = std::size_t(B) * H * T * d;
-    Dev dq(N), dk(N), dv(N), du(N), dout(N);
-    for (auto* x : {&dq, &dk, &dv, &du}) CUDA_OK(vla::gpu::fill_random(x->p, N, 7));
-    RecurrentTensors x;
-    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
-    x.B = B; x.H = H; x.T = T; x.d = d;
-    CUDA_OK(launch(20, x, RecurrentParams{}));
+    const RandomTensors in(8, 4, 4096, 7);
+    CUDA_OK(launch(20, in.x, RecurrentParams{}));
     CUDA_OK(cudaDeviceSynchronize());
     return 0;
   }
@@ -196,15 +204,8 @@ int main(int argc, char** argv) {
   std::printf("%-7s | %-9s | %-10s | %-10s | %-10s | %-4s | %-13s | %-10s\n", "T", "refresh", "fused", "chunked", "tf32", "C", "fused/chunked",
               "fused/tf32");
   for (int T : {4096, 16384, 65536}) {
-    const std::size_t N = std::size_t(B) * H * T * d;
-    Dev dq(N), dk(N), dv(N), du(N), dout(N);
-    CUDA_OK(vla::gpu::fill_random(dq.p, N, 1));
-    CUDA_OK(vla::gpu::fill_random(dk.p, N, 2));
-    CUDA_OK(vla::gpu::fill_random(dv.p, N, 3));
-    CUDA_OK(vla::gpu::fill_random(du.p, N, 4));
-    RecurrentTensors x;
-    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
-    x.B = B; x.H = H; x.T = T; x.d = d;
+    const RandomTensors in(B, H, T, 1);
+    const RecurrentTensors& x = in.x;
     for (int period : {20, 0}) {
       RecurrentParams p;
       p.refresh_period = period;
@@ -217,12 +218,8 @@ int main(int argc, char** argv) {
   }
   // Where a chunk's time goes: block 0's cycles per phase (the phases of gpu/chunked_vla_forward.cu).
   for (int T : {16384}) {
-    const std::size_t N = std::size_t(B) * H * T * d;
-    Dev dq(N), dk(N), dv(N), du(N), dout(N);
-    for (auto* x : {&dq, &dk, &dv, &du}) CUDA_OK(vla::gpu::fill_random(x->p, N, 7));
-    RecurrentTensors x;
-    x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
-    x.B = B; x.H = H; x.T = T; x.d = d;
+    const RandomTensors in(B, H, T, 7);
+    const RecurrentTensors& x = in.x;
     for (int period : {20, 0}) {
       RecurrentParams p;
       p.refresh_period = period;
