@@ -13,7 +13,8 @@ JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-dev libgmp-dev libfmt-dev \
-                   catch2 libcli11-dev nlohmann-json3-dev gnuplot-nox python3-numpy
+                   catch2 libcli11-dev nlohmann-json3-dev gnuplot-nox python3-numpy \
+                   python3-dev pybind11-dev python3-pybind11
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

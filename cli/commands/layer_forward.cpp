@@ -6,6 +6,7 @@
 #include "core/io/csv.hpp"
 #include "core/io/npy.hpp"
 #include "core/layers/layer_forward.hpp"
+#include "core/layers/single_head_weights.hpp"
 
 #include <fmt/format.h>
 
@@ -22,7 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using vla::Mat;
-using vla::Vec;
 
 struct Args {
   vla::MixerConfig cfg;
@@ -34,35 +34,13 @@ struct Args {
   std::string device = "cpu";
 };
 
-// A weight matrix DIR/name.npy of the given shape; `required` false returns an empty matrix when the
-// file is absent (biases, the DeltaNet gate).
-Mat<double> load_matrix(const fs::path& dir, const std::string& name, long rows, long cols, bool required) {
+// DIR/name.npy as a named array; absent: nullopt, or for a required array read_npy's error naming the file.
+std::optional<vla::NamedArray> load_array(const fs::path& dir, const std::string& name, bool required) {
   const fs::path p = dir / (name + ".npy");
   std::error_code ec;
-  if (!required && !fs::exists(p, ec)) return {};
-  const auto a = vla::io::read_npy(p, "--params");
-  Mat<double> m = a.data;
-  // A (1, n) matrix may also be given as a 1-D array of length n.
-  if (a.ndim == 1 && rows == 1) m.transposeInPlace();
-  if (m.rows() != rows || m.cols() != cols)
-    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}), expected ({}, {})", p.string(), m.rows(),
-                                            m.cols(), rows, cols));
-  if (!vla::all_finite(m)) throw std::invalid_argument(fmt::format("--params: '{}' contains a non-finite value", p.string()));
-  return m;
-}
-
-// A bias DIR/name.npy of length n (1-D, or 2-D with one row or column); absent = zero (empty).
-Vec<double> load_bias(const fs::path& dir, const std::string& name, long n) {
-  const fs::path p = dir / (name + ".npy");
-  std::error_code ec;
-  if (!fs::exists(p, ec)) return {};
-  const auto a = vla::io::read_npy(p, "--params");
-  if (a.data.size() != n || (a.data.rows() != 1 && a.data.cols() != 1))
-    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}), expected a vector of length {}", p.string(),
-                                            a.data.rows(), a.data.cols(), n));
-  Vec<double> v = Eigen::Map<const Vec<double>>(a.data.data(), n);
-  if (!vla::all_finite(v)) throw std::invalid_argument(fmt::format("--params: '{}' contains a non-finite value", p.string()));
-  return v;
+  if (!required && !fs::exists(p, ec)) return std::nullopt;
+  auto a = vla::io::read_npy(p, "--params");
+  return vla::NamedArray{std::move(a.data), a.ndim, p.string()};
 }
 
 vla::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]] const vla::LayerShape& shape,
@@ -97,49 +75,20 @@ void run(Args& a) {
     throw std::invalid_argument(fmt::format("--mixer: unknown mixer '{}' (allowed: {})", c.mixer, vla::kMixerNames));
 
   // X: (T, d_model).
-  const auto xa = vla::io::read_npy(a.input, "--input");
-  if (xa.ndim != 2 || xa.data.rows() < 1 || xa.data.cols() < 1)
-    throw std::invalid_argument(fmt::format("--input: '{}' must be a 2-D array (T, d_model) with T, d_model >= 1, got {}-D ({}, {})",
-                                            a.input, xa.ndim, xa.data.rows(), xa.data.cols()));
-  const Mat<double>& X = xa.data;
-  if (!vla::all_finite(X)) throw std::invalid_argument(fmt::format("--input: '{}' contains a non-finite value", a.input));
+  auto xa = vla::io::read_npy(a.input, "--input");
+  const vla::NamedArray x{std::move(xa.data), xa.ndim, a.input};
+  vla::check_layer_input(x, "--input");
+  const Mat<double>& X = x.data;
   const long T = X.rows(), d_model = X.cols();
 
-  // Weights; d_head from Wq's rows. Shapes as MixerWeights documents with H = 1.
+  // Weights: shapes as MixerWeights documents with H = 1 (core/layers/single_head_weights.hpp).
   const fs::path dir = a.params;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::invalid_argument(fmt::format("--params: '{}' is not a directory", a.params));
-  const auto wq = vla::io::read_npy(dir / "Wq.npy", "--params");
-  if (wq.ndim != 2 || wq.data.rows() < 1)
-    throw std::invalid_argument(fmt::format("--params: '{}' must be 2-D (d_head, d_model)", (dir / "Wq.npy").string()));
-  const long d_head = wq.data.rows();
-  if (wq.data.cols() != d_model)
-    throw std::invalid_argument(fmt::format("--params: '{}' has shape ({}, {}) but --input has d_model = {} columns; "
-                                            "expected ({}, {})", (dir / "Wq.npy").string(), wq.data.rows(), wq.data.cols(),
-                                            d_model, d_head, d_model));
-  const int r = c.penalty.rank;
-  const vla::LayerShape shape{int(d_model), int(d_head), 1, r};
-  vla::MixerWeights<double> w;
-  w.Wq = load_matrix(dir, "Wq", d_head, d_model, true);
-  w.Wk = load_matrix(dir, "Wk", d_head, d_model, true);
-  w.Wv = load_matrix(dir, "Wv", d_head, d_model, true);
-  w.Wo = load_matrix(dir, "Wo", d_model, d_head, true);
-  w.bq = load_bias(dir, "bq", d_head);
-  w.bk = load_bias(dir, "bk", d_head);
-  w.bv = load_bias(dir, "bv", d_head);
-  w.bo = load_bias(dir, "bo", d_model);
-  const vla::Needs needs = vla::rule_needs(c);  // which projections the rule reads (its `needs`)
-  if (needs.penalty) {
-    w.Wu = load_matrix(dir, "Wu", r * d_head, d_head, true);
-    w.bu = load_bias(dir, "bu", r * d_head);
-  }
-  if (needs.gate) {
-    // Absent Wg.npy = zero gate weights, so beta_t = sigmoid(b_g) (0.5 without bg.npy).
-    const int g = needs.gate_rows(d_head);
-    w.Wg = load_matrix(dir, "Wg", g, d_model, false);
-    if (w.Wg.size() == 0) w.Wg = Mat<double>::Zero(g, d_model);
-    w.bg = load_bias(dir, "bg", g);
-  }
+  const auto [shape, w] = vla::single_head_weights(
+      c, d_model, [&](const std::string& name, bool required) { return load_array(dir, name, required); }, "--params",
+      "--input");
+  const long d_head = shape.d_head;
 
   const vla::LayerForwardResult res =
       a.device == "cuda" ? run_gpu(a, shape, w, X) : vla::layer_forward(a.precision, c, shape, w, X);
