@@ -7,10 +7,12 @@
 
 #include "../core/precision_case.hpp"
 #include "analysis/chunked_exactness.hpp"
+#include "analysis/nlms_step.hpp"
 #include "core/rules/gpu_support.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 using namespace vla;
@@ -168,4 +170,31 @@ TEST_CASE("FALCON-2 and FALCON-2A refuse what they cannot do, naming the paramet
   bad = NlmsOptions{};
   bad.falcon.ridge = -1;
   CHECK_THROWS_WITH(Falcon2aRule<Precision<double>>(bad), Catch::Contains("ridge") && Catch::Contains(">= 0"));
+}
+
+TEST_CASE("the ledger's NLMS measurements on known answers: descent inside (0, 2), exact scale invariance at eps = 0", "[train][falcon]") {
+  // analysis/nlms_step.hpp, which decides falcon2-nlms-descent and falcon2-nlms-scale-invariance. If this
+  // fails, the measurement itself is wrong (the loss or eq. 3.5's bound misread, the scaled run not the
+  // rule's write), and the ledger's verdicts mean nothing.
+  const auto d = analysis::nlms_descent<mp50>({1.0, 3.0}, {1, 4}, 10, 1);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].steps == 20);
+  CHECK(d[0].ascents == 0);
+  CHECK(d[0].max_ratio < 1);
+  CHECK(d[0].max_excess <= 1e-40);  // eq. 3.5
+  CHECK(d[1].ascents > 0);          // beta = 3: |1 - eta L| ~ 2 along x; every d = 1 step with ||x||^2 >> eps grows l
+  CHECK(d[1].first_ascent.rfind("d = 1:", 0) == 0);
+  const auto exact = analysis::nlms_scale_invariance<mp50>({1e-3, 1e3}, 0.0, 4, 16, 2);
+  for (const auto& e : exact) {
+    INFO("c = " << e.c << ": " << e.max_residual << ", " << e.max_state);
+    CHECK(std::max(e.max_residual, e.max_state) <= 1e-40);
+  }
+  // eps > 0: each run's eta is off the exact one by ~eps / ((1 + ridge) ||x||^2), so the two runs part by
+  // about that share at the smaller scale: O(1) at c = 1e-3 (||c x||^2 ~ 4e-6 against eps = 1e-4), the
+  // unscaled run's ~eps / 4 per step at c = 1e3.
+  const auto stab = analysis::nlms_scale_invariance<mp50>({1e-3, 1e3}, 1e-4, 4, 16, 2);
+  INFO("eps = 1e-4: " << stab[0].max_residual << " at c = 1e-3, " << stab[1].max_residual << " at c = 1e3");
+  CHECK(stab[0].max_residual > 1e-2);
+  CHECK(stab[1].max_residual > 1e-6);
+  CHECK(stab[1].max_residual < 1e-3);
 }
