@@ -9,7 +9,7 @@
 // read o_t = S_t RMSNorm(q_t) (read after write, denominator-free). One gain per value channel: d_h gate
 // logits per head and token from the layer's gate projection (Needs::kPerChannel). For beta_j in (0, 2)
 // each column's step lies in (0, 2 / L_t), L_t = ||x_t||^2 + lambda_t the loss's smoothness, so every
-// step decreases l_t (Lemma 3.1; the ledger's falcon2-descent). The memory, step and adjoint are
+// step decreases l_t (Lemma 3.1; the ledger's falcon2-nlms-descent). The memory, step and adjoint are
 // nlms_memory.hpp's, with c = 1 (the residual write).
 #include "core/rules/mixer_config.hpp"
 #include "core/rules/nlms_memory.hpp"
