@@ -5,6 +5,7 @@
 // settings into checkpoint.bin and summary.json. One eps serves every denominator (paper: "eps = 1e-4
 // for all denominators"). The defaults are the member initialisers here and in PenaltyOptions.
 #include "core/inverse_penalty_tracker.hpp"
+#include "core/rules/falcon_options.hpp"
 
 #include <cmath>
 #include <limits>
@@ -19,11 +20,12 @@ struct MixerConfig {
   bool renormalise_S = false;          // MemoryMatrixManager renormalisation (default off, 001)
   double renorm_threshold = std::numeric_limits<double>::infinity();
   bool deltanet_gated = true;
+  FalconOptions falcon;                // FALCON-2/2A: the ridge and the decay clamp
 
   bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
 };
 
-// The knobs of MixerConfig: PenaltyOptions' and the memory's and DeltaNet's. The rule's name (mixer)
+// The knobs of MixerConfig: PenaltyOptions' and the memory's, DeltaNet's and FALCON's. The rule's name (mixer)
 // is not a knob: commands choose rules in their own ways (--mixer, --mixers).
 template <class Config, class Visitor>
   requires std::is_same_v<std::remove_const_t<Config>, MixerConfig>
@@ -34,6 +36,7 @@ void for_each_knob(Config& c, Visitor&& v) {
   v(knob("renorm_threshold", "the ||S||_F above which S is renormalised", c.renorm_threshold, "> 0",
          [](double x) { return x > 0.0; }));
   v(knob("deltanet_gated", "DeltaNet: beta_t = sigmoid(w_g^T x_t + b_g) (eq. 4); false: beta_t = 1", c.deltanet_gated));
+  for_each_knob(c.falcon, v);
 }
 
 }  // namespace vla

@@ -6,6 +6,8 @@
 
 #include "core/rules/delta/rule.hpp"
 #include "core/rules/deltanet/rule.hpp"
+#include "core/rules/falcon2/rule.hpp"
+#include "core/rules/falcon2a/rule.hpp"
 #include "core/rules/gated_deltanet/rule.hpp"
 #include "core/rules/gla/rule.hpp"
 #include "core/rules/linear/rule.hpp"
@@ -68,7 +70,7 @@ template <template <class> class... Rule> struct RuleList {
 
 // The rules, in the order --help lists them.
 using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule, DeltaRule, GatedDeltaNetRule,
-                       GlaRule>;
+                       GlaRule, Falcon2Rule, Falcon2aRule>;
 
 // Every mixer name: "vla, vla-v2, ..., softmax".
 inline constexpr std::string_view kMixerNames{Rules::kJoined.data(), Rules::kJoined.size()};

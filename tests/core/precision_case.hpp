@@ -86,18 +86,33 @@ inline double precision_case_tolerance(double u) { return 8.0 * std::sqrt(double
 
 inline const char* const kPrecMixers[] = {"vla", "linear", "deltanet", "softmax"};
 
-// Precision P against mp100 on the shared case, every mixer of kPrecMixers, tolerance from P's storage
-// unit roundoff (precision_case_tolerance). Used by precision_{ieee,low,mixed}.cpp, one TU per family
-// to keep compile times small.
-template <class P> void check_against_mp100() {
+// Precision P against the mp100 result ref of `mixer` on the shared case, tolerance from P's storage unit
+// roundoff (precision_case_tolerance).
+template <class P> void check_against_reference(const std::string& mixer, const Mat<double>& ref) {
   const double u = unit_roundoff<typename P::storage_t>();
-  for (const char* m : kPrecMixers) {
-    const double err = precision_case_error(precision_case_run<P>(m), precision_case_reference(m));
-    INFO(P::name() << " " << m << ": relative error " << err << " = " << err / u << " u, tolerance "
-                   << precision_case_tolerance(u) / u << " u");
-    CHECK(err <= precision_case_tolerance(u));
-    CHECK(err == err);  // not NaN
-  }
+  const double err = precision_case_error(precision_case_run<P>(mixer), ref);
+  INFO(P::name() << " " << mixer << ": relative error " << err << " = " << err / u << " u, tolerance "
+                 << precision_case_tolerance(u) / u << " u");
+  CHECK(err <= precision_case_tolerance(u));
+  CHECK(err == err);  // not NaN
+}
+
+// Every mixer of kPrecMixers in precision P against mp100. Used by precision_{ieee,low,mixed}.cpp, one TU
+// per family to keep compile times small.
+template <class P> void check_against_mp100() {
+  for (const char* m : kPrecMixers) check_against_reference<P>(m, precision_case_reference(m));
+}
+
+// One mixer in every format against its result in Reference (mp100), computed here: a rule's own test. A
+// template, so that a TU that includes this header and does not call it does not compile every format.
+template <class Reference = Precision<mp100>> void check_every_precision(const std::string& mixer) {
+  const Mat<double> ref = precision_case_run<Reference>(mixer);
+  check_against_reference<Precision<float>>(mixer, ref);
+  check_against_reference<Precision<double>>(mixer, ref);
+  check_against_reference<Precision<half>>(mixer, ref);
+  check_against_reference<Precision<bfloat16>>(mixer, ref);
+  check_against_reference<Precision<half, float>>(mixer, ref);
+  check_against_reference<Precision<bfloat16, float>>(mixer, ref);
 }
 
 }  // namespace vla::test
