@@ -14,6 +14,8 @@ CMAKE_ARGS ?=
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-dev libgmp-dev libfmt-dev \
                    catch2 libcli11-dev nlohmann-json3-dev gnuplot-nox python3-numpy
+# MPI: `mpirun -np N vla study run ...` splits sweeps over ranks (docs/parallel.md); the CI test runs mpirun.
+DEBIAN_PACKAGES += libopenmpi-dev openmpi-bin
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
