@@ -40,6 +40,7 @@ class ByteWriter {
 class ByteReader {
  public:
   explicit ByteReader(const std::string& b) : b_(b) {}
+  explicit ByteReader(std::string&&) = delete;  // it reads the string in place: never a temporary
   std::uint64_t u64() { return pod<std::uint64_t>(); }
   std::int64_t i64() { return pod<std::int64_t>(); }
   double f64() { return pod<double>(); }

@@ -87,7 +87,8 @@ TEST_CASE("ByteWriter / ByteReader round-trip bit for bit and refuse short or lo
   ByteReader short_in(cut);
   short_in.u64(), short_in.i64(), short_in.f64(), short_in.str();
   CHECK_THROWS_AS(short_in.f64s(), std::runtime_error);
-  ByteReader long_in(b + "x");
+  const std::string longer = b + "x";
+  ByteReader long_in(longer);
   long_in.u64(), long_in.i64(), long_in.f64(), long_in.str(), long_in.f64s(), long_in.str();
   CHECK_THROWS_AS(long_in.end(), std::runtime_error);
 }
