@@ -54,7 +54,7 @@ test-slow: build
 # The study suite's end-to-end --quick run (226 small training runs through the built `vla`) is left out
 # under the sanitizers: 1051 s there on the 2-core VM against 71 s in Release, where `make test` runs it;
 # the training code it drives is under the sanitizers through the train and fuzz tests. So is the mpirun
-# test (four study runs of 4 training runs each through Open MPI, 7-8 s in Release on the loaded VM): the
+# test (four study runs of 4 training runs each through Open MPI, 5-8 s in Release on the 2-core VM): the
 # splitting code runs under the sanitizers in the thread-rank tests (tests/core/parallel_test.cpp,
 # tests/studies/sweep_ranks_test.cpp), and Open MPI's components leak at MPI_Finalize in a module
 # LeakSanitizer cannot name.

@@ -80,6 +80,11 @@ JacobianSeries run_jacobian_unit(const JacobianConfig& cfg, std::size_t unit) {
   return one_series(cfg, cfg.mixers.at(unit / nd), cfg.d_heads.at(unit % nd));
 }
 
+double jacobian_unit_cost(const JacobianConfig& cfg, std::size_t unit) {
+  const double d = cfg.d_heads.at(unit % cfg.d_heads.size());
+  return d * d * d;
+}
+
 std::vector<JacobianSeries> run_jacobian(const JacobianConfig& cfg) {
   std::vector<JacobianSeries> out;
   for (std::size_t i = 0, n = jacobian_units(cfg); i < n; ++i) out.push_back(run_jacobian_unit(cfg, i));

@@ -43,6 +43,8 @@ std::vector<JacobianSeries> run_jacobian(const JacobianConfig& cfg);
 // jacobian_units validates the config and returns how many there are.
 std::size_t jacobian_units(const JacobianConfig& cfg);
 JacobianSeries run_jacobian_unit(const JacobianConfig& cfg, std::size_t unit);
+// Its relative cost for the deal: d_h^3 (the JacobiSVDs of (d_h, d_h) maps dominate).
+double jacobian_unit_cost(const JacobianConfig& cfg, std::size_t unit);
 // A series as bytes and back, bit for bit (core/parallel/bytes.hpp).
 std::string encode_series(const JacobianSeries& s);
 JacobianSeries decode_series(const std::string& bytes);

@@ -33,7 +33,8 @@ const vla::cli::RegisterCommand jac{
         auto& ranks = vla::parallel::world();
         const auto series = vla::parallel::gather_results(
             ranks, vla::analysis::jacobian_units(*c), [&](std::size_t i) { return vla::analysis::run_jacobian_unit(*c, i); },
-            vla::analysis::encode_series, vla::analysis::decode_series);
+            vla::analysis::encode_series, vla::analysis::decode_series,
+            [&](std::size_t i) { return vla::analysis::jacobian_unit_cost(*c, i); });
         if (ranks.root()) fmt::print("{}", vla::analysis::write_jacobian(*c, series, *out));
       });
     },

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -214,14 +216,22 @@ void for_each_share(Group& g, std::size_t n, const std::function<void(const std:
   if (!g.root()) g.send(0, ByteWriter().u64(kDone).take());
 }
 
-std::vector<std::string> gather_units(Group& g, std::size_t n, const std::function<std::string(std::size_t)>& f) {
+std::vector<std::string> gather_units(Group& g, std::size_t n, const std::function<std::string(std::size_t)>& f,
+                                      const Cost& cost) {
+  std::vector<std::size_t> unit(n);  // the deal's k-th place holds unit[k]
+  std::iota(unit.begin(), unit.end(), std::size_t(0));
+  if (cost) {
+    std::vector<double> c(n);
+    for (std::size_t i = 0; i < n; ++i) c[i] = cost(i);
+    std::stable_sort(unit.begin(), unit.end(), [&](std::size_t a, std::size_t b) { return c[a] > c[b]; });
+  }
   std::vector<std::string> out(g.root() ? n : 0);
   for_each_share(
       g, n,
       [&](const std::vector<std::size_t>& share, const Emit& emit) {
-        for (std::size_t u : share) emit(u, f(u));
+        for (std::size_t k : share) emit(k, f(unit[k]));
       },
-      [&](std::size_t u, int, std::string b) { out[u] = std::move(b); });
+      [&](std::size_t k, int, std::string b) { out[unit[k]] = std::move(b); });
   return out;
 }
 

@@ -91,17 +91,22 @@ using Emit = std::function<void(std::size_t unit, std::string bytes)>;
 void for_each_share(Group& g, std::size_t n, const std::function<void(const std::vector<std::size_t>&, const Emit&)>& work,
                     const std::function<void(std::size_t unit, int from, std::string bytes)>& take);
 
+// A unit's estimated cost, for the deal (larger first); empty: the units in their own order.
+using Cost = std::function<double(std::size_t unit)>;
+
 // The common case: f(unit) computed for every unit of this rank's share, one after another; the root
-// gets every unit's bytes in unit order (the other ranks an empty vector).
-std::vector<std::string> gather_units(Group& g, std::size_t n, const std::function<std::string(std::size_t)>& f);
+// gets every unit's bytes in unit order (the other ranks an empty vector). With `cost` the units are
+// dealt in decreasing cost (ties by unit), so that ranks get similar loads.
+std::vector<std::string> gather_units(Group& g, std::size_t n, const std::function<std::string(std::size_t)>& f,
+                                      const Cost& cost = {});
 
 // gather_units with typed results: f(unit) -> R, carried between ranks as encode(R) -> bytes and
 // decode(bytes) -> R (a round trip that must be exact, so that the root's results do not depend on the
 // number of ranks). The root gets all n in unit order, the other ranks none.
 template <class F, class Encode, class Decode>
-auto gather_results(Group& g, std::size_t n, F f, Encode encode, Decode decode) {
+auto gather_results(Group& g, std::size_t n, F f, Encode encode, Decode decode, const Cost& cost = {}) {
   std::vector<decltype(decode(std::string()))> out;
-  for (const auto& b : gather_units(g, n, [&](std::size_t i) { return encode(f(i)); })) out.push_back(decode(b));
+  for (const auto& b : gather_units(g, n, [&](std::size_t i) { return encode(f(i)); }, cost)) out.push_back(decode(b));
   return out;
 }
 

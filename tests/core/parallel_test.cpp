@@ -121,6 +121,33 @@ TEST_CASE("gather_units: each rank computes its share, the root gets every resul
   }
 }
 
+// A failure means the costliest units are not dealt first (one rank gets every expensive unit), or the
+// results come back in the deal's order instead of the units'.
+TEST_CASE("gather_units with a cost: dealt largest first, returned in unit order", "[parallel]") {
+  const std::vector<double> cost{1, 8, 2, 8, 4, 1};  // the deal: units 1, 3, 4, 2, 0, 5
+  std::vector<std::atomic<int>> computed_by(cost.size());
+  std::vector<std::string> at_root;
+  vla::test::run_ranks(2, [&](Group& g) {
+    auto r = gather_units(
+        g, cost.size(),
+        [&](std::size_t u) {
+          computed_by[u] = g.rank();
+          return std::to_string(u);
+        },
+        [&](std::size_t u) { return cost[u]; });
+    if (g.root()) at_root = std::move(r);
+  });
+  REQUIRE(at_root.size() == cost.size());
+  for (std::size_t u = 0; u < cost.size(); ++u) CHECK(at_root[u] == std::to_string(u));
+  // Round-robin over 1, 3, 4, 2, 0, 5: rank 0 gets 1, 4, 0 and rank 1 gets 3, 2, 5 (one of each 8).
+  CHECK(computed_by[1] == 0);
+  CHECK(computed_by[3] == 1);
+  CHECK(computed_by[4] == 0);
+  CHECK(computed_by[2] == 1);
+  CHECK(computed_by[0] == 0);
+  CHECK(computed_by[5] == 1);
+}
+
 // A failure means results reach the root only when a rank's whole share is done, so a rank that dies
 // would lose the units it had finished.
 TEST_CASE("for_each_share: a result reaches the root while its rank is still working", "[parallel]") {
