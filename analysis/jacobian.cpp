@@ -5,6 +5,7 @@
 #include "analysis/rule_zoo.hpp"
 #include "analysis/spectral.hpp"
 #include "core/io/csv.hpp"
+#include "core/parallel/bytes.hpp"
 
 #include <fmt/format.h>
 
@@ -69,12 +70,45 @@ JacobianSeries one_series(const JacobianConfig& cfg, const std::string& mixer, i
 
 }  // namespace
 
-std::vector<JacobianSeries> run_jacobian(const JacobianConfig& cfg) {
+std::size_t jacobian_units(const JacobianConfig& cfg) {
   cfg.validate();
+  return cfg.mixers.size() * cfg.d_heads.size();
+}
+
+JacobianSeries run_jacobian_unit(const JacobianConfig& cfg, std::size_t unit) {
+  const std::size_t nd = cfg.d_heads.size();
+  return one_series(cfg, cfg.mixers.at(unit / nd), cfg.d_heads.at(unit % nd));
+}
+
+double jacobian_unit_cost(const JacobianConfig& cfg, std::size_t unit) {
+  const double d = cfg.d_heads.at(unit % cfg.d_heads.size());
+  return d * d * d;
+}
+
+std::vector<JacobianSeries> run_jacobian(const JacobianConfig& cfg) {
   std::vector<JacobianSeries> out;
-  for (const auto& m : cfg.mixers)
-    for (int d : cfg.d_heads) out.push_back(one_series(cfg, m, d));
+  for (std::size_t i = 0, n = jacobian_units(cfg); i < n; ++i) out.push_back(run_jacobian_unit(cfg, i));
   return out;
+}
+
+std::string encode_series(const JacobianSeries& s) {
+  return parallel::ByteWriter().str(s.mixer).i64(s.d).f64s(s.closed).f64s(s.power).f64s(s.svd).f64s(s.product).f64(s.lyapunov)
+      .f64(s.max_rel_disagreement).take();
+}
+
+JacobianSeries decode_series(const std::string& bytes) {
+  parallel::ByteReader in(bytes);
+  JacobianSeries s;
+  s.mixer = in.str();
+  s.d = int(in.i64());
+  s.closed = in.f64s();
+  s.power = in.f64s();
+  s.svd = in.f64s();
+  s.product = in.f64s();
+  s.lyapunov = in.f64();
+  s.max_rel_disagreement = in.f64();
+  in.end();
+  return s;
 }
 
 std::string write_jacobian(const JacobianConfig& cfg, const std::vector<JacobianSeries>& r,

@@ -37,6 +37,17 @@ struct JacobianSeries {
 };
 
 std::vector<JacobianSeries> run_jacobian(const JacobianConfig& cfg);
+
+// run_jacobian in independent units, to split over processes (core/parallel/group.hpp): unit i is the
+// series of mixer i / d_heads.size() at d_head i % d_heads.size(), run_jacobian's order.
+// jacobian_units validates the config and returns how many there are.
+std::size_t jacobian_units(const JacobianConfig& cfg);
+JacobianSeries run_jacobian_unit(const JacobianConfig& cfg, std::size_t unit);
+// Its relative cost for the deal: d_h^3 (the JacobiSVDs of (d_h, d_h) maps dominate).
+double jacobian_unit_cost(const JacobianConfig& cfg, std::size_t unit);
+// A series as bytes and back, bit for bit (core/parallel/bytes.hpp).
+std::string encode_series(const JacobianSeries& s);
+JacobianSeries decode_series(const std::string& bytes);
 // Writes jacobian_steps.csv (t, one column per series), jacobian_product.csv (t, per series),
 // jacobian_summary.csv and the two plots; returns a text summary.
 std::string write_jacobian(const JacobianConfig& cfg, const std::vector<JacobianSeries>& r,

@@ -2,6 +2,7 @@
 
 #include "analysis/plot.hpp"
 #include "core/io/csv.hpp"
+#include "core/parallel/bytes.hpp"
 
 #include <fmt/format.h>
 
@@ -44,33 +45,76 @@ double AtlasCell::max_out_err() const {
   return m;
 }
 
-std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg) {
+std::vector<AtlasUnit> atlas_units(const AtlasConfig& cfg) {
   cfg.validate();
-  const HeadStream stream = random_head_stream(cfg.d_head, cfg.T, cfg.seed);
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<AtlasCell> cells;
+  std::vector<AtlasUnit> units;
   for (const auto& m : cfg.mixers) {
     const bool vla = m.rfind("vla", 0) == 0 || m == "rls-classical";
-    for (const auto& pol : cfg.policies) {
-      if (!vla && pol != cfg.policies.front() && pol != "renorm") continue;  // only renorm touches non-VLA rules
-      const MixerConfig mc = apply_policy(cfg.base, pol, cfg.renorm_threshold);
-      const AtlasTrajectory ref = atlas_trajectory_in<AtlasReference>(m, mc, stream);
-      for (const auto& p : cfg.precisions) {
-        const AtlasTrajectory run = atlas_trajectory(p, m, mc, stream);
-        AtlasCell c{m, vla ? pol : (pol == "renorm" ? pol : "default"), p, {}, {}, run.first_nonfinite,
-                    run.first_A_not_pd, run.guard_fires, ref.guard_fires, kNotApplicable, run.first_nonfinite_what};
-        for (int t = 0; t < cfg.T; ++t) {
-          const bool bad = run.first_nonfinite && t + 1 >= run.first_nonfinite;
-          const double on = ref.out[t].norm(), sn = ref.S[t].norm();
-          c.out_err.push_back(bad ? inf : (run.out[t] - ref.out[t]).norm() / (on > 0 ? on : 1.0));
-          c.S_err.push_back(bad ? inf : (run.S[t] - ref.S[t]).norm() / (sn > 0 ? sn : 1.0));
-          if (!std::isnan(run.A_min_eig[t]))
-            c.min_A_eig = std::isnan(c.min_A_eig) ? run.A_min_eig[t] : std::min(c.min_A_eig, run.A_min_eig[t]);
-        }
-        cells.push_back(std::move(c));
-      }
-    }
+    for (const auto& pol : cfg.policies)
+      if (vla || pol == cfg.policies.front() || pol == "renorm") units.push_back({m, pol});  // only renorm touches non-VLA rules
   }
+  return units;
+}
+
+std::vector<AtlasCell> run_atlas_unit(const AtlasConfig& cfg, const AtlasUnit& u) {
+  const HeadStream stream = random_head_stream(cfg.d_head, cfg.T, cfg.seed);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string& m = u.mixer;
+  const std::string& pol = u.policy;
+  const bool vla = m.rfind("vla", 0) == 0 || m == "rls-classical";
+  const MixerConfig mc = apply_policy(cfg.base, pol, cfg.renorm_threshold);
+  const AtlasTrajectory ref = atlas_trajectory_in<AtlasReference>(m, mc, stream);
+  std::vector<AtlasCell> cells;
+  for (const auto& p : cfg.precisions) {
+    const AtlasTrajectory run = atlas_trajectory(p, m, mc, stream);
+    AtlasCell c{m, vla ? pol : (pol == "renorm" ? pol : "default"), p, {}, {}, run.first_nonfinite,
+                run.first_A_not_pd, run.guard_fires, ref.guard_fires, kNotApplicable, run.first_nonfinite_what};
+    for (int t = 0; t < cfg.T; ++t) {
+      const bool bad = run.first_nonfinite && t + 1 >= run.first_nonfinite;
+      const double on = ref.out[t].norm(), sn = ref.S[t].norm();
+      c.out_err.push_back(bad ? inf : (run.out[t] - ref.out[t]).norm() / (on > 0 ? on : 1.0));
+      c.S_err.push_back(bad ? inf : (run.S[t] - ref.S[t]).norm() / (sn > 0 ? sn : 1.0));
+      if (!std::isnan(run.A_min_eig[t]))
+        c.min_A_eig = std::isnan(c.min_A_eig) ? run.A_min_eig[t] : std::min(c.min_A_eig, run.A_min_eig[t]);
+    }
+    cells.push_back(std::move(c));
+  }
+  return cells;
+}
+
+std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg) {
+  std::vector<AtlasCell> cells;
+  for (const auto& u : atlas_units(cfg))
+    for (auto& c : run_atlas_unit(cfg, u)) cells.push_back(std::move(c));
+  return cells;
+}
+
+std::string encode_cells(const std::vector<AtlasCell>& cells) {
+  parallel::ByteWriter w;
+  w.u64(cells.size());
+  for (const auto& c : cells)
+    w.str(c.mixer).str(c.policy).str(c.precision).f64s(c.out_err).f64s(c.S_err).i64(c.first_nonfinite).i64(c.first_A_not_pd)
+        .i64(c.guard_fires).i64(c.ref_guard_fires).f64(c.min_A_eig).str(c.first_nonfinite_what);
+  return w.take();
+}
+
+std::vector<AtlasCell> decode_cells(const std::string& bytes) {
+  parallel::ByteReader in(bytes);
+  std::vector<AtlasCell> cells(in.u64());
+  for (auto& c : cells) {
+    c.mixer = in.str();
+    c.policy = in.str();
+    c.precision = in.str();
+    c.out_err = in.f64s();
+    c.S_err = in.f64s();
+    c.first_nonfinite = int(in.i64());
+    c.first_A_not_pd = int(in.i64());
+    c.guard_fires = int(in.i64());
+    c.ref_guard_fires = int(in.i64());
+    c.min_A_eig = in.f64();
+    c.first_nonfinite_what = in.str();
+  }
+  in.end();
   return cells;
 }
 

@@ -40,6 +40,18 @@ struct AtlasCell {
 };
 
 std::vector<AtlasCell> run_atlas(const AtlasConfig& cfg);
+
+// run_atlas in independent units, to split over processes (core/parallel/group.hpp): one per (mixer,
+// policy) that runs, each its mp50 reference and every precision against it; run_atlas is the units'
+// cells in unit order. atlas_units validates the config.
+struct AtlasUnit {
+  std::string mixer, policy;
+};
+std::vector<AtlasUnit> atlas_units(const AtlasConfig& cfg);
+std::vector<AtlasCell> run_atlas_unit(const AtlasConfig& cfg, const AtlasUnit& u);
+// A unit's cells as bytes and back, bit for bit (core/parallel/bytes.hpp).
+std::string encode_cells(const std::vector<AtlasCell>& cells);
+std::vector<AtlasCell> decode_cells(const std::string& bytes);
 std::string write_atlas(const AtlasConfig& cfg, const std::vector<AtlasCell>& cells, const std::filesystem::path& dir);
 
 }  // namespace vla::analysis

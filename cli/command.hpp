@@ -14,6 +14,9 @@ struct Command {
   std::string name;
   std::string help;
   std::function<void(CLI::App&)> setup;  // adds options and a final_callback to the subcommand
+  // Splits its work over the ranks of an MPI launcher (core/parallel/group.hpp); every other command is
+  // refused there, since each rank would run it whole.
+  bool splits_over_ranks = false;
 };
 
 inline std::vector<Command>& registry() {
@@ -22,8 +25,8 @@ inline std::vector<Command>& registry() {
 }
 
 struct RegisterCommand {
-  RegisterCommand(std::string name, std::string help, std::function<void(CLI::App&)> setup) {
-    registry().push_back({std::move(name), std::move(help), std::move(setup)});
+  RegisterCommand(std::string name, std::string help, std::function<void(CLI::App&)> setup, bool splits_over_ranks = false) {
+    registry().push_back({std::move(name), std::move(help), std::move(setup), splits_over_ranks});
   }
 };
 

@@ -2,7 +2,8 @@
 #   P/include/vla/{core,analysis,studies}/   the headers, included as "core/...", "analysis/..." (gpu/ with CUDA)
 #   P/lib/libvla_*.a                          the static libraries
 #   P/lib/cmake/vla/                          vlaConfig.cmake: find_package(vla) gives vla::core, vla::analysis,
-#                                             vla::train, vla::studies; vla::gpu, vla::gpu_train with CUDA
+#                                             vla::train, vla::studies (with vla::parallel, which
+#                                             splits them over MPI ranks); vla::gpu, vla::gpu_train with CUDA
 #   P/bin/vla                                 the command line
 # and the Python module when it is built (python/CMakeLists.txt). examples/find_package/ is a project that
 # uses the package; tests/package/ builds it against a fresh install.
@@ -10,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(VLA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/vla)
 
-set(vla_cpu_libraries vla_core vla_analysis vla_train vla_studies)
+set(vla_cpu_libraries vla_core vla_parallel vla_analysis vla_train vla_studies)
 set(vla_gpu_libraries)
 if(VLA_HAVE_CUDA)
   set(vla_gpu_libraries vla_gpu vla_gpu_train)

@@ -3,6 +3,7 @@
 #include "core/io/atomic_file.hpp"
 #include "core/train/tasks.hpp"
 #include "studies/outputs.hpp"
+#include "studies/sweep_ranks.hpp"
 
 #include <fmt/format.h>
 
@@ -61,6 +62,14 @@ double estimated_seconds(const train::TrainConfig& c, const std::string& device,
   return 1.05 * c.steps * step_ms / 1e3;
 }
 
+RunOutcome skipped_outcome(const train::TrainConfig& c, const SweepOptions& o) {
+  RunOutcome out;
+  out.cfg = c;
+  out.status = RunOutcome::Status::Skipped;
+  out.message = fmt::format("{} has no kernel for it and the CPU fallback is off", o.device.name);
+  return out;
+}
+
 RunOutcome read_outcome(const train::TrainConfig& c, const fs::path& dir) {
   RunOutcome o;
   o.cfg = c;
@@ -85,7 +94,18 @@ RunOutcome read_outcome(const train::TrainConfig& c, const fs::path& dir) {
   return o;
 }
 
+const train::Device* device_for(const train::TrainConfig& c, const SweepOptions& o) {
+  if (!o.device.check || o.fallback.name == o.device.name) return &o.device;
+  try {
+    o.device.check(c);
+    return &o.device;
+  } catch (const std::invalid_argument&) {
+    return o.use_fallback ? &o.fallback : nullptr;  // e.g. a head width or a mixer the GPU has no kernel for
+  }
+}
+
 SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& store, const SweepOptions& o) {
+  if (o.ranks && o.ranks->size() > 1) return sweep_over_ranks(runs, store, o);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   SweepResult res;
@@ -105,34 +125,23 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
     double total = 0, done = 0;
   };
   Pool dev{&o.device, {}, 0, 0, 0, 0}, fb{&o.fallback, {}, 0, 0, 0, 0};
-  const bool separate_fallback = o.fallback.name != o.device.name;
 
   for (const auto& c : runs) {
     const std::string key = RunStore::key(c);
     if (res.outcomes.count(key)) continue;
-    bool on_device = true;
-    if (o.device.check && separate_fallback) {
-      try {
-        o.device.check(c);
-      } catch (const std::invalid_argument&) {
-        on_device = false;  // e.g. a head width or a mixer the GPU has no kernel for: the CPU trains it
-      }
-    }
-    if (!on_device && !o.use_fallback) {
-      RunOutcome out;
-      out.cfg = c;
-      out.status = RunOutcome::Status::Skipped;
-      out.message = fmt::format("{} has no kernel for it and the CPU fallback is off", o.device.name);
-      res.outcomes[key] = out;
+    const train::Device* d = device_for(c, o);
+    if (!d) {
+      res.outcomes[key] = skipped_outcome(c, o);
       ++res.skipped;
       continue;
     }
-    Pool& p = on_device ? dev : fb;
+    Pool& p = d == &o.device ? dev : fb;
     const fs::path dir = store.dir(c, p.device->name);
     RunOutcome out = read_outcome(c, dir);
     res.outcomes[key] = out;
     if (out.status != RunOutcome::Status::Interrupted) {
       ++res.reused;
+      if (o.finished) o.finished(out, "reused");
       continue;
     }
     p.jobs.push_back({c, key, dir, fs::exists(dir / "checkpoint.bin"), run_cost(c), 0});
@@ -225,6 +234,7 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
       p.done += j->cost - j->done;
       j->done = j->cost;
       ++finished;
+      if (o.finished) o.finished(out, j->resume ? "resumed" : "trained");
       res.resumed += j->resume;
       res.trained += !j->resume;
       res.diverged += out.status == RunOutcome::Status::Diverged;

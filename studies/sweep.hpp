@@ -11,6 +11,8 @@
 // on the CPU one after another, each on every thread. Longest runs start first. Progress with an ETA
 // goes to `progress`; setting *interrupt (SIGINT) stops every run after its current step with a
 // resumable checkpoint, and no new run starts: running the same sweep again redoes nothing finished.
+// With `ranks` of more than one process the runs are split over them (studies/sweep_ranks.hpp).
+#include "core/parallel/group.hpp"
 #include "core/train/trainer.hpp"
 #include "studies/run_store.hpp"
 #include "studies/study.hpp"
@@ -32,6 +34,10 @@ struct SweepOptions {
   const std::atomic<bool>* interrupt = nullptr;
   std::function<void(const std::string&)> progress;  // status lines (one at a time); empty: silent
   double status_every_s = 15;    // a status line with the ETA at most this often (and one per finished run)
+  // Called for every run whose outcome is final (Complete or Diverged), with how it got there: "reused"
+  // (found in the store), "trained" or "resumed"; from the sweep's threads, one call at a time.
+  std::function<void(const RunOutcome&, const std::string& how)> finished;
+  parallel::Group* ranks = nullptr;  // several processes: the root splits the runs over them (studies/sweep_ranks.hpp)
 };
 
 struct SweepResult {
@@ -43,6 +49,10 @@ struct SweepResult {
 
 SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& store, const SweepOptions& o);
 
+// Where the sweep trains a run: `device`, or `fallback` when the device refuses it (its check throws
+// std::invalid_argument) and use_fallback is on; nullptr when it is skipped.
+const train::Device* device_for(const train::TrainConfig& c, const SweepOptions& o);
+
 // A run's rough cost (steps x batch x tokens, heavier with wider heads), for the ETA and the order.
 double run_cost(const train::TrainConfig& c);
 
@@ -52,6 +62,9 @@ double run_cost(const train::TrainConfig& c);
 // wider heads ~linearly, plus 5% for evaluation; cpu: per token of the batch, measured on the 2-core dev VM (0.34 s per step at
 // n = 24, batch 64, 2 threads: 73 us per token), divided by threads / 2, heavier with wider heads.
 double estimated_seconds(const train::TrainConfig& c, const std::string& device, int cpu_threads = 2);
+
+// A run the sweep does not train (device_for gives nullptr), as reported.
+RunOutcome skipped_outcome(const train::TrainConfig& c, const SweepOptions& o);
 
 // The outcome recorded in a run folder (summary.json, diverged.json), or Interrupted if it has neither.
 RunOutcome read_outcome(const train::TrainConfig& c, const std::filesystem::path& dir);

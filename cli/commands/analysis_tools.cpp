@@ -1,13 +1,16 @@
 // `vla jacobian`, `vla recovery`, `vla precision-atlas`: the ledger's analyses on their own, with
 // every setting on the command line (analysis/jacobian.hpp, recovery.hpp, precision_atlas.hpp). Their
 // head streams write one penalty direction per step, so none takes --rank; the atlas sets the delta
-// policy per cell (--policies), so it takes no --delta-policy.
+// policy per cell (--policies), so it takes no --delta-policy. Under an MPI launcher, jacobian and
+// precision-atlas split their series / (mixer, policy) units over the ranks (core/parallel/group.hpp) and
+// the root writes the same files as one process.
 #include "analysis/jacobian.hpp"
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "cli/mixer_options.hpp"
+#include "core/parallel/group.hpp"
 
 #include <fmt/format.h>
 
@@ -26,8 +29,16 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
       vla::cli::add_mixer_options(app, c->base, {"rank"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
-      app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_jacobian(*c, vla::analysis::run_jacobian(*c), *out)); });
-    }};
+      app.final_callback([c, out] {
+        auto& ranks = vla::parallel::world();
+        const auto series = vla::parallel::gather_results(
+            ranks, vla::analysis::jacobian_units(*c), [&](std::size_t i) { return vla::analysis::run_jacobian_unit(*c, i); },
+            vla::analysis::encode_series, vla::analysis::decode_series,
+            [&](std::size_t i) { return vla::analysis::jacobian_unit_cost(*c, i); });
+        if (ranks.root()) fmt::print("{}", vla::analysis::write_jacobian(*c, series, *out));
+      });
+    },
+    true};
 
 const vla::cli::RegisterCommand rec{
     "recovery", "exact recovery / capacity (Prop. 3): write n pairs, read them back, per rule, key family, precision",
@@ -61,7 +72,18 @@ const vla::cli::RegisterCommand atlas{
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
       vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
-      app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_atlas(*c, vla::analysis::run_atlas(*c), *out)); });
-    }};
+      app.final_callback([c, out] {
+        auto& ranks = vla::parallel::world();
+        const auto units = vla::analysis::atlas_units(*c);
+        const auto parts = vla::parallel::gather_results(
+            ranks, units.size(), [&](std::size_t i) { return vla::analysis::run_atlas_unit(*c, units[i]); },
+            vla::analysis::encode_cells, vla::analysis::decode_cells);
+        if (!ranks.root()) return;
+        std::vector<vla::analysis::AtlasCell> cells;
+        for (const auto& p : parts) cells.insert(cells.end(), p.begin(), p.end());
+        fmt::print("{}", vla::analysis::write_atlas(*c, cells, *out));
+      });
+    },
+    true};
 
 }  // namespace

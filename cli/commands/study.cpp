@@ -2,13 +2,15 @@
 // (studies/study.hpp, docs/studies.md). A run trains what its studies need through the shared run store
 // (OUT/runs by default: a run finished once is never trained again), then writes OUT/<id>/ for each study.
 // Progress and the ETA go to stderr; SIGINT stops after the current step of every run, resumably (run the
-// same command again).
+// same command again). Under an MPI launcher (`mpirun -np N vla study run ...`) the runs are split over the
+// ranks and gathered into the root's OUT (studies/sweep_ranks.hpp); list and plan run in one process.
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
 #include "core/rules/gpu_support.hpp"
 #include "studies/runner.hpp"
+#include "studies/sweep_ranks.hpp"
 
 #include <fmt/format.h>
 
@@ -122,7 +124,10 @@ const vla::cli::RegisterCommand reg{
     "study", "The paper's figures and tables as studies: list, run (docs/studies.md)", [](CLI::App& app) {
       app.require_subcommand(1);
       auto* l = app.add_subcommand("list", "every study: id, runs at full and quick size, the paper's source, the claims it decides");
-      l->final_callback([] { list(); });
+      l->final_callback([] {
+        vla::parallel::require_one_process("vla study list");
+        list();
+      });
       auto a = std::make_shared<Args>();
       auto* pl = app.add_subcommand("plan", "the distinct runs `run` would train (ids or all), where, and a rough time");
       pl->add_option("ids", a->ids, "study ids or all")->required();
@@ -135,7 +140,10 @@ const vla::cli::RegisterCommand reg{
       pl->add_option("--store", a->store, "run store (default OUT/runs)");
       pl->add_option("--threads", a->threads, "CPU threads (cpu device)")->capture_default_str();
       pl->add_option("--cpu-threads", a->cpu_threads, "cuda: CPU threads of the runs the GPU has no kernel for (0: 8)")->capture_default_str();
-      pl->final_callback([a] { plan(*a); });
+      pl->final_callback([a] {
+        vla::parallel::require_one_process("vla study plan");
+        plan(*a);
+      });
       auto* r = app.add_subcommand("run", "run studies (ids or all): train what they need, write OUT/<id>/ (section.md, verdict.json, "
                                           "data/, plots/)");
       r->add_option("ids", a->ids, "study ids (vla study list) or all")->required();
@@ -164,11 +172,21 @@ const vla::cli::RegisterCommand reg{
         so.fallback = vla::train::cpu_device();
         so.concurrent = a->concurrent;
         so.use_fallback = !a->gpu_only;
-        so.threads = a->opt.device == "cpu" ? a->threads
-                                            : (a->cpu_threads ? a->cpu_threads : int(std::max(1u, std::thread::hardware_concurrency() / 2)));
+        // The cores of a host are shared by its ranks: the default threads (all cores for the CPU device,
+        // half of them beside the GPU) are divided among them.
+        auto& ranks = vla::parallel::world();
+        const int cores = int(std::max(1u, std::thread::hardware_concurrency())) / ranks.local_size();
+        so.threads = a->opt.device == "cpu" ? (a->threads ? a->threads : ranks.local_size() > 1 ? std::max(1, cores) : 0)
+                                            : (a->cpu_threads ? a->cpu_threads : std::max(1, cores / 2));
         so.interrupt = vla::cli::stop_on_sigint();
         so.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+        so.ranks = &ranks;
+        if (!ranks.root()) {
+          vla::studies::serve_sweeps(vla::studies::RunStore(a->opt.store_root()), so);
+          return;
+        }
         const auto res = vla::studies::run_studies(a->ids, a->opt, so, command_line(*a));
+        vla::studies::release_ranks(ranks);
         for (const auto& s : res.studies)
           fmt::print("{:<28} {:<9}{} {:>5} runs  -> {}/{}/section.md\n", s.id, vla::analysis::verdict_name(s.verdict),
                      s.quick ? " (quick)" : "", s.runs, a->opt.out.string(), s.id);
@@ -176,6 +194,7 @@ const vla::cli::RegisterCommand reg{
                    res.interrupted ? "stopped (run the same command again to continue)" : "done", res.trained, res.resumed,
                    res.reused, res.diverged, res.skipped ? fmt::format(", {} not run (--gpu-only)", res.skipped) : "", res.wall_s);
       });
-    }};
+    },
+    true};
 
 }  // namespace

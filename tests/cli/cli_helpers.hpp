@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -64,6 +65,34 @@ inline std::string read_file(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The step stored in a checkpoint, after checking its magic (core/train/checkpoint.hpp: magic "VLACKPT2", u64 length of
+// the config JSON, the JSON, i64 step, f64 wall time, ..., the u32 checksum). Also returns the wall time's byte offset.
+struct CheckpointHead {
+  std::int64_t step = -1;
+  std::size_t wall_offset = 0;
+};
+inline CheckpointHead checkpoint_head(const std::string& bytes) {
+  CheckpointHead h;
+  if (bytes.size() < 16 || bytes.compare(0, 8, "VLACKPT2") != 0) return h;
+  std::uint64_t js = 0;
+  std::memcpy(&js, bytes.data() + 8, 8);
+  const std::size_t at = 16 + js;
+  if (bytes.size() < at + 16) return h;
+  std::memcpy(&h.step, bytes.data() + at, 8);
+  h.wall_offset = at + 8;
+  return h;
+}
+
+// A checkpoint's bytes with the wall time it stores and the checksum over it (its last 4 bytes) zeroed:
+// the two fields that differ between two processes making the same run; "" if it is not a checkpoint.
+inline std::string checkpoint_without_time(std::string ck) {
+  const auto h = checkpoint_head(ck);
+  if (h.wall_offset == 0) return "";
+  std::memset(ck.data() + h.wall_offset, 0, 8);
+  std::memset(ck.data() + ck.size() - 4, 0, 4);
+  return ck;
 }
 
 // Random N(0, scale^2) matrix (rows, cols), deterministic in the generator: the toolkit's own draw.

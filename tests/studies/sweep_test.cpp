@@ -3,6 +3,7 @@
 // sweep makes (bit for bit), and a diverged run is recorded once, not retrained. Tiny models (d = 8),
 // about a second in all on 2 cores.
 #include "studies/sweep.hpp"
+#include "tests/studies/sweep_helpers.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,45 +16,8 @@
 
 using namespace vla;
 using namespace vla::studies;
+using namespace vla::test;
 namespace fs = std::filesystem;
-
-namespace {
-
-train::TrainConfig tiny(const std::string& mixer, std::uint64_t seed, int pairs = 3) {
-  train::TrainConfig c;
-  c.model.d_model = 8; c.model.heads = 2; c.model.d_head = 4; c.model.ffn = 16; c.model.max_len = 32;
-  c.model.mixer.mixer = mixer;
-  c.task.pairs = pairs;
-  c.steps = 6; c.batch = 4; c.seed = seed; c.eval_batches = 1; c.eval_batch = 8; c.eval_every = 2; c.checkpoint_every = 2;
-  return c;
-}
-
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& tag) : path(fs::temp_directory_path() / ("vla_sweep_test_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-SweepOptions options(std::vector<std::string>* lines = nullptr) {
-  SweepOptions o;
-  o.threads = 1;
-  if (lines) o.progress = [lines](const std::string& l) { lines->push_back(l); };
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE("run store: one folder per distinct config, shared by equal ones", "[studies]") {
   Scratch s("store");
