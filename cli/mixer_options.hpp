@@ -23,13 +23,14 @@ namespace vla::cli {
 // The flag of each knob that has one. S renormalisation and the DeltaNet gate have none: training has
 // no backward for renormalisation (ModelConfig::validate), the atlas sets it per policy
 // (--policies renorm --renorm-threshold), and layer-forward takes the gate from its weights (Wg.npy).
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kMixerFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kMixerFlags{{
     {"lambda0", "--lambda0"},
     {"eps", "--eps"},
     {"refresh_period", "--refresh-period"},
     {"refresh_eta", "--refresh"},
     {"delta_policy", "--delta-policy"},
     {"rank", "--rank"},
+    {"mva_levels", "--mva-levels"},
 }};
 
 // The flag of knob `name`, or "" if it has none.

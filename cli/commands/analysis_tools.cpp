@@ -1,7 +1,8 @@
 // `vla jacobian`, `vla recovery`, `vla precision-atlas`: the ledger's analyses on their own, with
 // every setting on the command line (analysis/jacobian.hpp, recovery.hpp, precision_atlas.hpp). Their
 // head streams write one penalty direction per step, so none takes --rank; the atlas sets the delta
-// policy per cell (--policies), so it takes no --delta-policy.
+// policy per cell (--policies), so it takes no --delta-policy; their rules (analysis/rule_zoo.hpp) do not
+// include MVA, so none takes --mva-levels.
 #include "analysis/jacobian.hpp"
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
@@ -24,7 +25,7 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_jacobian(*c, vla::analysis::run_jacobian(*c), *out)); });
     }};
@@ -42,7 +43,7 @@ const vla::cli::RegisterCommand rec{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()));
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
     }};
@@ -59,7 +60,7 @@ const vla::cli::RegisterCommand atlas{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions));
       vla::cli::add_list_option(app, "--policies", c->policies, "clamp, skip, no-refresh, renorm");
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_atlas(*c, vla::analysis::run_atlas(*c), *out)); });
     }};
