@@ -7,6 +7,7 @@
 
 #include <random>
 #include <string>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -50,17 +51,20 @@ inline MixerWeights<double> precision_case_weights(const Needs& needs) {
   return w;
 }
 
-// Y (T, d_model) of `mixer` in precision P, from the double weights and input rounded once to
-// P's storage type.
-template <class P> Mat<double> precision_case_run(const std::string& mixer) {
+// Y (T, d_model) of the mixer cfg (its name and knobs) in precision P, from the double weights and input
+// rounded once to P's storage type.
+template <class P> Mat<double> precision_case_run(const MixerConfig& cfg) {
   using S = typename P::storage_t;
-  MixerConfig cfg;
-  cfg.mixer = mixer;
   return with_rule<P>(cfg, [&](auto rule) {
     const MixerLayer<decltype(rule)> layer(LayerShape{kPrecD, kPrecD, 1, 1}, rule,
                                            precision_case_weights(decltype(rule)::needs).template cast<S>());
     return cast_matrix<double>(layer.forward({cast_matrix<S>(precision_case_input())})[0]);
   });
+}
+template <class P> Mat<double> precision_case_run(const std::string& mixer) {
+  MixerConfig cfg;
+  cfg.mixer = mixer;
+  return precision_case_run<P>(cfg);
 }
 
 // The mp100 result (computed once per mixer, in precision_reference.cpp).
@@ -85,6 +89,28 @@ inline double precision_case_error(const Mat<double>& Y, const Mat<double>& R) {
 inline double precision_case_tolerance(double u) { return 8.0 * std::sqrt(double(kPrecT) * 4 * kPrecD) * u; }
 
 inline const char* const kPrecMixers[] = {"vla", "linear", "deltanet", "softmax"};
+
+// The formats a rule's own test holds against mp100: every row of the table but the MPFR ones.
+using PrecisionCaseFormats = std::tuple<Precision<float>, Precision<double>, Precision<half>, Precision<bfloat16>,
+                                        Precision<half, float>, Precision<bfloat16, float>>;
+
+// `mixer` (a MixerConfig: its name and knobs) in each of Formats against mp100 on the shared case, each
+// within the tolerance of its storage unit roundoff. A template so that only the tests that call it
+// compile the layers of every format.
+template <class Formats = PrecisionCaseFormats> void check_mixer_against_mp100(const MixerConfig& mixer) {
+  const Mat<double> ref = precision_case_run<Precision<mp100>>(mixer);
+  std::apply([&](auto... p) {
+    auto check = [&]<class P>(P) {
+      const double u = unit_roundoff<typename P::storage_t>();
+      const double err = precision_case_error(precision_case_run<P>(mixer), ref);
+      INFO(mixer.mixer << " " << P::name() << ": relative error " << err << " = " << err / u << " u, tolerance "
+                       << precision_case_tolerance(u) / u << " u");
+      CHECK(err <= precision_case_tolerance(u));
+      CHECK(err == err);  // not NaN
+    };
+    (check(p), ...);
+  }, Formats{});
+}
 
 // Precision P against mp100 on the shared case, every mixer of kPrecMixers, tolerance from P's storage
 // unit roundoff (precision_case_tolerance). Used by precision_{ieee,low,mixed}.cpp, one TU per family
