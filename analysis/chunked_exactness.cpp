@@ -9,6 +9,7 @@
 #include "core/rules/gla/rule.hpp"
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
+#include "core/rules/metala/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
 #include "core/rules/vla/chunked.hpp"
 #include "core/rules/vla/rule.hpp"
@@ -76,9 +77,12 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
     const Mat<T> u = cast_matrix<T>(Mat<double>(s.u.transpose()));
     return vla_chunked<T>(vla_features<T>(q, k, u, opt), v, opt, chunk).O;
   }
-  if (rule == "gla") {  // per-channel decays alpha_t = sigmoid(g_t), raw q and k
-    const Mat<T> alpha = cast_matrix<T>(Mat<double>(s.gate.topRows(s.d).transpose())).unaryExpr([](const T& g) { return sigmoid(g); });
-    return gla_chunked<T>(q, k, v, alpha, chunk).O;
+  if (rule == "gla" || rule == "metala") {  // per-channel decays alpha_t = sigmoid(g_t), raw q and k
+    const Mat<T> logits = cast_matrix<T>(Mat<double>(s.gate.topRows(s.d).transpose()));
+    const Mat<T> alpha = logits.unaryExpr([](const T& g) { return sigmoid(g); });
+    if (rule == "gla") return gla_chunked<T>(q, k, v, alpha, chunk).O;
+    // MetaLA (seed 002 eq. 2): GLA's chunked form with the key tied to the gate, 1 - alpha_t = sigmoid(-g_t).
+    return gla_chunked<T>(q, Mat<T>(logits.unaryExpr([](const T& g) { return sigmoid(T(-g)); })), v, alpha, chunk).O;
   }
   // The delta rules: the write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
   const Mat<T> fk = phi_rows(k);
@@ -102,6 +106,7 @@ template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadS
   if (rule == "mamba2") return rule_outputs<T>(Mamba2Rule<P>(), s);
   if (rule == "vla") return rule_outputs<T>(VlaRule<P>(), s);
   if (rule == "gla") return rule_outputs<T>(GlaRule<P>(), s);
+  if (rule == "metala") return rule_outputs<T>(MetaLaRule<P>(), s);
   if (rule == "gated-deltanet") return rule_outputs<T>(GatedDeltaNetRule<P>(), s);
   return rule_outputs<T>(DeltaNetRule<P>(), s);
 }

@@ -16,10 +16,11 @@
 namespace vla::analysis {
 
 // The rules with a chunkwise form.
-inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "gated-deltanet", "gla", "vla"};
+inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "gated-deltanet", "gla", "metala", "vla"};
 
 // d x T inputs N(0, 1) (q, k, v and VLA's u), gate logits N(2, 1) (sigmoid ~ 0.88: decays that matter over
-// a chunk), max(d, 2) of them per token (row 0 the scalar gates, rows 0-1 Gated DeltaNet's, all GLA's).
+// a chunk), max(d, 2) of them per token (row 0 the scalar gates, rows 0-1 Gated DeltaNet's, all GLA's and
+// the slot rules').
 HeadStream chunk_test_stream(int d, int T, std::uint64_t seed);
 
 // The rule stepped over the stream through its own step(), batch 1: the outputs as rows (T, d), in Out.

@@ -3,7 +3,8 @@
 // head streams write one penalty direction per step, so none takes --rank; the atlas sets the delta
 // policy per cell (--policies), so it takes no --delta-policy. Under an MPI launcher, jacobian and
 // precision-atlas split their series / (mixer, policy) units over the ranks (core/parallel/group.hpp) and
-// the root writes the same files as one process.
+// the root writes the same files as one process. Their rules (analysis/rule_zoo.hpp) do not include MVA,
+// so none takes --mva-levels.
 #include "analysis/jacobian.hpp"
 #include "analysis/precision_atlas.hpp"
 #include "analysis/recovery.hpp"
@@ -27,7 +28,7 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] {
         auto& ranks = vla::parallel::world();
@@ -53,7 +54,7 @@ const vla::cli::RegisterCommand rec{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()));
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
     }};
@@ -70,7 +71,7 @@ const vla::cli::RegisterCommand atlas{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions));
       vla::cli::add_list_option(app, "--policies", c->policies, "clamp, skip, no-refresh, renorm");
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy", "mva_levels"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] {
         auto& ranks = vla::parallel::world();

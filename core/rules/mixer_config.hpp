@@ -21,11 +21,12 @@ struct MixerConfig {
   double renorm_threshold = std::numeric_limits<double>::infinity();
   bool deltanet_gated = true;
   FalconOptions falcon;                // FALCON-2/2A: the ridge and the decay clamp
+  int mva_levels = 2;                  // MVA: c, the levels of the vocabulary decomposition (seed 002 Table 9: 2)
 
   bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
 };
 
-// The knobs of MixerConfig: PenaltyOptions' and the memory's, DeltaNet's and FALCON's. The rule's name (mixer)
+// The knobs of MixerConfig: PenaltyOptions' and the memory's, DeltaNet's, FALCON's and MVA's. The rule's name (mixer)
 // is not a knob: commands choose rules in their own ways (--mixer, --mixers).
 template <class Config, class Visitor>
   requires std::is_same_v<std::remove_const_t<Config>, MixerConfig>
@@ -37,6 +38,8 @@ void for_each_knob(Config& c, Visitor&& v) {
          [](double x) { return x > 0.0; }));
   v(knob("deltanet_gated", "DeltaNet: beta_t = sigmoid(w_g^T x_t + b_g) (eq. 4); false: beta_t = 1", c.deltanet_gated));
   for_each_knob(c.falcon, v);
+  v(knob("mva_levels", "MVA: c, the levels of the multi-level vocabulary decomposition (seed 002 eq. 6; 1 = MetaLA + GSA)",
+         c.mva_levels, "an integer in [1, 64]", [](int n) { return n >= 1 && n <= 64; }));
 }
 
 }  // namespace vla

@@ -10,8 +10,11 @@
 #include "core/rules/falcon2a/rule.hpp"
 #include "core/rules/gated_deltanet/rule.hpp"
 #include "core/rules/gla/rule.hpp"
+#include "core/rules/gsa/rule.hpp"
 #include "core/rules/linear/rule.hpp"
 #include "core/rules/mamba2/rule.hpp"
+#include "core/rules/metala/rule.hpp"
+#include "core/rules/mva/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
 #include "core/rules/softmax/rule.hpp"
 #include "core/rules/vla/rule.hpp"
@@ -70,7 +73,8 @@ template <template <class> class... Rule> struct RuleList {
 
 // The rules, in the order --help lists them.
 using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule, DeltaRule, GatedDeltaNetRule,
-                       GlaRule, Falcon2Rule, Falcon2aRule>;
+                       GlaRule, Falcon2Rule, Falcon2aRule, MetaLaRule, GsaRule,
+                       MvaRule>;
 
 // Every mixer name: "vla, vla-v2, ..., softmax".
 inline constexpr std::string_view kMixerNames{Rules::kJoined.data(), Rules::kJoined.size()};

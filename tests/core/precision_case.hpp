@@ -7,6 +7,7 @@
 
 #include <random>
 #include <string>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -50,17 +51,20 @@ inline MixerWeights<double> precision_case_weights(const Needs& needs) {
   return w;
 }
 
-// Y (T, d_model) of `mixer` in precision P, from the double weights and input rounded once to
-// P's storage type.
-template <class P> Mat<double> precision_case_run(const std::string& mixer) {
+// Y (T, d_model) of the mixer cfg (its name and knobs) in precision P, from the double weights and input
+// rounded once to P's storage type.
+template <class P> Mat<double> precision_case_run(const MixerConfig& cfg) {
   using S = typename P::storage_t;
-  MixerConfig cfg;
-  cfg.mixer = mixer;
   return with_rule<P>(cfg, [&](auto rule) {
     const MixerLayer<decltype(rule)> layer(LayerShape{kPrecD, kPrecD, 1, 1}, rule,
                                            precision_case_weights(decltype(rule)::needs).template cast<S>());
     return cast_matrix<double>(layer.forward({cast_matrix<S>(precision_case_input())})[0]);
   });
+}
+template <class P> Mat<double> precision_case_run(const std::string& mixer) {
+  MixerConfig cfg;
+  cfg.mixer = mixer;
+  return precision_case_run<P>(cfg);
 }
 
 // The mp100 result (computed once per mixer, in precision_reference.cpp).
@@ -86,12 +90,12 @@ inline double precision_case_tolerance(double u) { return 8.0 * std::sqrt(double
 
 inline const char* const kPrecMixers[] = {"vla", "linear", "deltanet", "softmax"};
 
-// Precision P against the mp100 result ref of `mixer` on the shared case, tolerance from P's storage unit
-// roundoff (precision_case_tolerance).
-template <class P> void check_against_reference(const std::string& mixer, const Mat<double>& ref) {
+// Precision P against the mp100 result ref of `mixer` (a MixerConfig: its name and knobs) on the shared case,
+// tolerance from P's storage unit roundoff (precision_case_tolerance).
+template <class P> void check_against_reference(const MixerConfig& mixer, const Mat<double>& ref) {
   const double u = unit_roundoff<typename P::storage_t>();
   const double err = precision_case_error(precision_case_run<P>(mixer), ref);
-  INFO(P::name() << " " << mixer << ": relative error " << err << " = " << err / u << " u, tolerance "
+  INFO(P::name() << " " << mixer.mixer << ": relative error " << err << " = " << err / u << " u, tolerance "
                  << precision_case_tolerance(u) / u << " u");
   CHECK(err <= precision_case_tolerance(u));
   CHECK(err == err);  // not NaN
@@ -100,19 +104,29 @@ template <class P> void check_against_reference(const std::string& mixer, const 
 // Every mixer of kPrecMixers in precision P against mp100. Used by precision_{ieee,low,mixed}.cpp, one TU
 // per family to keep compile times small.
 template <class P> void check_against_mp100() {
-  for (const char* m : kPrecMixers) check_against_reference<P>(m, precision_case_reference(m));
+  for (const char* m : kPrecMixers) {
+    MixerConfig cfg;
+    cfg.mixer = m;
+    check_against_reference<P>(cfg, precision_case_reference(m));
+  }
 }
 
-// One mixer in every format against its result in Reference (mp100), computed here: a rule's own test. A
-// template, so that a TU that includes this header and does not call it does not compile every format.
-template <class Reference = Precision<mp100>> void check_every_precision(const std::string& mixer) {
-  const Mat<double> ref = precision_case_run<Reference>(mixer);
-  check_against_reference<Precision<float>>(mixer, ref);
-  check_against_reference<Precision<double>>(mixer, ref);
-  check_against_reference<Precision<half>>(mixer, ref);
-  check_against_reference<Precision<bfloat16>>(mixer, ref);
-  check_against_reference<Precision<half, float>>(mixer, ref);
-  check_against_reference<Precision<bfloat16, float>>(mixer, ref);
+// The formats a rule's own test holds against mp100: every row of the table but the MPFR ones.
+using PrecisionCaseFormats = std::tuple<Precision<float>, Precision<double>, Precision<half>, Precision<bfloat16>,
+                                        Precision<half, float>, Precision<bfloat16, float>>;
+
+// One mixer (its name and knobs) in each of Formats against its result in mp100, computed here: a rule's
+// own test. A template, so that a TU that includes this header and does not call it does not compile
+// every format.
+template <class Formats = PrecisionCaseFormats> void check_mixer_against_mp100(const MixerConfig& mixer) {
+  const Mat<double> ref = precision_case_run<Precision<mp100>>(mixer);
+  std::apply([&](auto... p) { (check_against_reference<decltype(p)>(mixer, ref), ...); }, Formats{});
+}
+
+template <class Formats = PrecisionCaseFormats> void check_mixer_against_mp100(const std::string& mixer) {
+  MixerConfig cfg;
+  cfg.mixer = mixer;
+  check_mixer_against_mp100<Formats>(cfg);
 }
 
 }  // namespace vla::test

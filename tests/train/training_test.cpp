@@ -176,7 +176,7 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
   auto c = tiny("vla");
   auto& k = c.model.mixer;
   k.penalty.lambda0 = 0.25; k.penalty.eps = 1e-3; k.penalty.refresh_period = 3; k.penalty.refresh_eta = 0.01;
-  k.penalty.policy = DeltaPolicy::SkipAddEps; k.deltanet_gated = false; k.renorm_threshold = 7.5;
+  k.penalty.policy = DeltaPolicy::SkipAddEps; k.deltanet_gated = false; k.renorm_threshold = 7.5; k.mva_levels = 3;
   const auto back = train::TrainConfig::from_json(nlohmann::json::parse(c.to_json().dump()));
   const MixerConfig defaults;
   int knobs = 0;
@@ -190,7 +190,7 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
     CHECK(same);
     ++knobs;
   });
-  CHECK(knobs == 9);
+  CHECK(knobs == 10);
   CHECK(back.model.mixer.penalty.policy == DeltaPolicy::SkipAddEps);
   CHECK(std::isinf(train::TrainConfig::from_json(nlohmann::json::parse(tiny("vla").to_json().dump())).model.mixer.renorm_threshold));
 

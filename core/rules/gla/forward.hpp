@@ -6,15 +6,15 @@
 // one decay per key channel, from d_h gate logits per head and token (the layer's gate projection).
 // beta_t = 1, as Yang et al. use it in practice, so that the gate matrix
 // alpha_t 1^T is the rank-1 form the chunkwise algorithm needs (chunked.hpp). As RetNet and Mamba-2
-// (scalar_decay.hpp), q and k enter raw: no feature map, no key sum, no denominator. The paper's
+// (scalar_decay.hpp), q and k enter raw: no feature map, no key sum, no denominator. The memory, its step
+// and its adjoint are the vector-gate family's (core/rules/vector_decay.hpp), shared with MetaLA. The paper's
 // low-rank gate projection with a temperature (alpha = sigmoid(.)^(1/tau), tau = 16) and its output gate are
 // parameterisation outside the recurrence.
-#include "core/memory_matrix_manager.hpp"
 #include "core/rules/mixer_config.hpp"
+#include "core/rules/vector_decay.hpp"
 
 #include <array>
 #include <stdexcept>
-#include <vector>
 
 namespace vla {
 
@@ -29,15 +29,7 @@ template <class P> class GlaRule {
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // alpha_t: d_h logits
   static constexpr bool recurrent = true;
 
-  struct State {
-    MemoryMatrixManager<P> memory;  // S: (B, d, d), (d_v, d_k) per sequence
-    // The reverse pass reads S_t (dq_t = S_t^T do_t) and S_{t-1} (the gate's gradient).
-    struct Tape {
-      std::vector<Mat<storage_t>> S;  // n entries, (d_h, d_h): S_t after step t
-      void reserve(int n) { S.reserve(n); }
-    };
-    void record(Tape& tp) const { tp.S.push_back(memory.S(0)); }
-  };
+  using State = VectorDecayMemory<P>;
 
   GlaRule() = default;
   explicit GlaRule(Options opt) : opt_(opt) {}
@@ -47,22 +39,14 @@ template <class P> class GlaRule {
   }
   const Options& options() const { return opt_; }
 
-  State init(int batch, int d) const { return State{MemoryMatrixManager<P>(batch, d, d)}; }
+  State init(int batch, int d) const { return State(batch, d); }
 
   void step(State& st, const HeadInputs<storage_t>& in, Mat<storage_t>& out, StepRecord<compute_t>* rec) const {
     using C = compute_t;
     const auto [B, d] = begin_step(in, out, rec);
     if (in.gate.rows() != d) throw std::invalid_argument("gate: gla reads d_head gate logits per head and token");
-    for (int b = 0; b < B; ++b) {
-      const Vec<C> alpha = column<C>(in.gate, b).unaryExpr([](const C& g) { return sigmoid(g); });  // (d_k) in (0, 1)
-      const Vec<C> k = column<C>(in.k, b), v = column<C>(in.v, b);
-      st.memory.S(b) = cast_matrix<storage_t>(Mat<C>(cast_matrix<C>(st.memory.S(b)) * alpha.asDiagonal() + v * k.transpose()));
-      out.col(b) = cast_vector<storage_t>(Vec<C>(cast_matrix<C>(st.memory.S(b)) * column<C>(in.q, b)));
-      if (rec) {
-        rec->stats[b].S_fro = st.memory.frobenius_norm(b);
-        rec->writes[b] = WriteRecord<C>{k, Vec<C>(), C(1)};  // dS_t/dS_{t-1}: S -> S diag(alpha_t), not a scalar decay
-      }
-    }
+    for (int b = 0; b < B; ++b)
+      out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), channel_decays(column<C>(in.gate, b)), rec);
   }
 
  private:
