@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 #include <type_traits>
 
 using namespace vla;
@@ -176,25 +177,32 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
   auto c = tiny("vla");
   auto& k = c.model.mixer;
   k.penalty.lambda0 = 0.25; k.penalty.eps = 1e-3; k.penalty.refresh_period = 3; k.penalty.refresh_eta = 0.01;
-  k.penalty.policy = DeltaPolicy::SkipAddEps; k.deltanet_gated = false; k.renorm_threshold = 7.5; k.mva_levels = 3;
+  k.penalty.policy = DeltaPolicy::SkipAddEps; k.penalty.rank = 2; k.renormalise_S = true; k.deltanet_gated = false;
+  k.renorm_threshold = 7.5; k.falcon.ridge = 0.05; k.falcon.eps_gamma = 0.02; k.mva_levels = 3;
   const auto back = train::TrainConfig::from_json(nlohmann::json::parse(c.to_json().dump()));
   const MixerConfig defaults;
+  // The value of the knob called `name` in `m` equals `value` (false when m has no such knob).
+  auto knob_equals = [](const MixerConfig& m, std::string_view name, const auto& value) {
+    bool same = false;
+    for_each_knob(m, [&](const auto& ka) {
+      if constexpr (std::is_same_v<typename std::decay_t<decltype(ka)>::value_type, std::decay_t<decltype(value)>>)
+        if (ka.name == name) same = ka.value == value;
+    });
+    return same;
+  };
   int knobs = 0;
   for_each_knob(back.model.mixer, [&](const auto& kb) {
-    bool same = false;
-    for_each_knob(c.model.mixer, [&](const auto& ka) {
-      if constexpr (std::is_same_v<typename std::decay_t<decltype(ka)>::value_type,
-                                   typename std::decay_t<decltype(kb)>::value_type>) if (ka.name == kb.name) same = ka.value == kb.value;
-    });
     INFO(kb.name);
-    CHECK(same);
+    CHECK(knob_equals(c.model.mixer, kb.name, kb.value));   // survived the round trip
+    CHECK(!knob_equals(defaults, kb.name, kb.value));       // and was set away from its default, so that means something
     ++knobs;
   });
-  CHECK(knobs == 10);
+  CHECK(knobs == 12);  // a new knob: give it a non-default value above
   CHECK(back.model.mixer.penalty.policy == DeltaPolicy::SkipAddEps);
   CHECK(std::isinf(train::TrainConfig::from_json(nlohmann::json::parse(tiny("vla").to_json().dump())).model.mixer.renorm_threshold));
 
-  k.deltanet_gated = true; k.renorm_threshold = defaults.renorm_threshold;  // (VLA ignores them; keep the run plain)
+  // VLA ignores the DeltaNet and renormalisation knobs, and training takes rank 1 only: keep the run plain.
+  k.deltanet_gated = true; k.renormalise_S = false; k.renorm_threshold = defaults.renorm_threshold; k.penalty.rank = 1;
   const auto full = train::train(c, {}, {});
   const fs::path d = tmpdir("knobs");
   train::RunOptions stop;
