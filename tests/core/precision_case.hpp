@@ -2,6 +2,7 @@
 // The shared case of the precision tests: one single-head layer (d_model = d_head = 8), T = 16 tokens,
 // fixed random weights and inputs, run for a mixer in precision P; Y returned in double.
 // precision_reference.cpp computes it in mp100 (the ground truth); precision_*.cpp in each format.
+#include "core/layers/layer_forward.hpp"
 #include "core/layers/mixer_layer.hpp"
 #include "core/rules/registry.hpp"
 
@@ -52,14 +53,11 @@ inline MixerWeights<double> precision_case_weights(const Needs& needs) {
 }
 
 // Y (T, d_model) of the mixer cfg (its name and knobs) in precision P, from the double weights and input
-// rounded once to P's storage type.
+// rounded once to P's storage type: layer_forward<P>, explicitly instantiated in the core library for
+// every precision of the table, so that a test calling this does not compile every rule in every format.
 template <class P> Mat<double> precision_case_run(const MixerConfig& cfg) {
-  using S = typename P::storage_t;
-  return with_rule<P>(cfg, [&](auto rule) {
-    const MixerLayer<decltype(rule)> layer(LayerShape{kPrecD, kPrecD, 1, 1}, rule,
-                                           precision_case_weights(decltype(rule)::needs).template cast<S>());
-    return cast_matrix<double>(layer.forward({cast_matrix<S>(precision_case_input())})[0]);
-  });
+  return layer_forward<P>(cfg, LayerShape{kPrecD, kPrecD, 1, 1}, precision_case_weights(rule_needs(cfg)),
+                          precision_case_input()).Y;
 }
 template <class P> Mat<double> precision_case_run(const std::string& mixer) {
   MixerConfig cfg;
