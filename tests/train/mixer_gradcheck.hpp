@@ -79,6 +79,11 @@ std::vector<model::TensorCheck> mixer_gradcheck(const MixerConfig& mc, const Mix
   });
 }
 
+// Instantiated once, in mixer_gradcheck.cpp: each instance compiles every rule's forward and backward
+// (with_rule), which the test files that call it would otherwise each compile again.
+extern template std::vector<model::TensorCheck> mixer_gradcheck<double>(const MixerConfig&, const MixerShape&, std::uint64_t);
+extern template std::vector<model::TensorCheck> mixer_gradcheck<mp50>(const MixerConfig&, const MixerShape&, std::uint64_t);
+
 // The rules' gradient test: the layer check in double on the default shape (seed 21), then the mixer
 // check in mp50 on the small one (seed 31, where a double constant in an adjoint would show): every
 // tensor nonzero (zero_by_design ones ~0) and within its bound, and the mp50 worst error far below
