@@ -12,7 +12,7 @@ FUZZ_SECONDS ?= 60
 JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-DEBIAN_PACKAGES := cmake g++ make pkg-config libeigen3-dev libboost-dev libmpfr-dev libgmp-dev libfmt-dev \
+DEBIAN_PACKAGES := cmake g++ make pkg-config ccache libeigen3-dev libboost-dev libmpfr-dev libgmp-dev libfmt-dev \
                    catch2 libcli11-dev nlohmann-json3-dev gnuplot-nox python3-numpy \
                    python3-dev pybind11-dev python3-pybind11
 # MPI: `mpirun -np N vla study run ...` splits sweeps over ranks (docs/parallel.md); the CI test runs mpirun.

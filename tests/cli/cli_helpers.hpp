@@ -3,6 +3,7 @@
 // as .npy, and running a command line capturing its exit code and output.
 #include "core/io/npy.hpp"
 #include "core/layers/mixer_weights.hpp"
+#include "tests/build_paths.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +21,7 @@ namespace vla::test {
 
 namespace fs = std::filesystem;
 
-inline const std::string kVla = VLA_BINARY_DIR "/bin/vla";
+inline const std::string kVla = (binary_dir() / "bin" / "vla").string();
 
 // A fresh folder under the system temp dir, removed when the object dies.
 struct ScratchDir {

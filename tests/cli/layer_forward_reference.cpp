@@ -37,7 +37,7 @@ std::vector<std::vector<double>> read_trace(const std::string& path) {
 }  // namespace
 
 TEST_CASE("layer-forward in double agrees with the NumPy reference of Algorithm 1 and the baselines", "[cli][reference]") {
-  const std::string script = VLA_SOURCE_DIR "/tests/reference/alg1_reference.py";
+  const std::string script = (source_dir() / "tests" / "reference" / "alg1_reference.py").string();
   if (run_command(python() + " -c 'import numpy'").exit_code != 0) {
     FAIL("python3 with numpy is required (make deps installs python3-numpy)");
   }

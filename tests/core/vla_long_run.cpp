@@ -13,6 +13,7 @@
 #include "analysis/random_protocol.hpp"
 #include "core/io/csv.hpp"
 #include "core/rules/registry.hpp"
+#include "tests/build_paths.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -150,7 +151,7 @@ LongRun stream_vla(int T, const fs::path& csv) {
 }
 
 void check_long_run(int T) {
-  const fs::path csv = fs::path(VLA_BINARY_DIR) / "reliability" / fmt::format("vla_long_run_T{}.csv", T);
+  const fs::path csv = vla::test::binary_dir() / "reliability" / fmt::format("vla_long_run_T{}.csv", T);
   const LongRun r = stream_vla(T, csv);
   std::cout << fmt::format(
       "VLA long run, double, d_h = {}, seed {}: T = {} in {:.1f} s; final ||S_T||_F = {:.6g}, ||A_T||_F = {:.6g} "

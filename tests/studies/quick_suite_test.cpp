@@ -3,6 +3,7 @@
 // gathers them and the ledger's training claims read the verdicts, labelled quick. docs/studies.md has the measured time of this test.
 #include "studies/outputs.hpp"
 #include "studies/study.hpp"
+#include "tests/build_paths.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -46,7 +47,7 @@ std::string text(const fs::path& p) {
 
 TEST_CASE("every study runs in --quick mode and writes its files and a computed verdict", "[studies][quick-suite]") {
   Scratch s;
-  const std::string vla = VLA_BINARY_DIR "/bin/vla";
+  const std::string vla = (vla::test::binary_dir() / "bin" / "vla").string();
   const auto [rc, out] = run(vla + " study run all --quick --threads 2 --out " + s.path.string(), s.path.string() + ".log");
   INFO(out);
   REQUIRE(rc == 0);
