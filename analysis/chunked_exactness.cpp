@@ -4,6 +4,9 @@
 #include "core/rules/additive_chunked.hpp"
 #include "core/rules/delta_chunked.hpp"
 #include "core/rules/deltanet/rule.hpp"
+#include "core/rules/falcon2/chunked.hpp"
+#include "core/rules/falcon2/rule.hpp"
+#include "core/rules/falcon2a/rule.hpp"
 #include "core/rules/gated_deltanet/rule.hpp"
 #include "core/rules/gla/chunked.hpp"
 #include "core/rules/gla/rule.hpp"
@@ -84,6 +87,14 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
     // MetaLA (seed 002 eq. 2): GLA's chunked form with the key tied to the gate, 1 - alpha_t = sigmoid(-g_t).
     return gla_chunked<T>(q, Mat<T>(logits.unaryExpr([](const T& g) { return sigmoid(T(-g)); })), v, alpha, chunk).O;
   }
+  if (rule == "falcon2" || rule == "falcon2a") {  // core/rules/falcon2/chunked.hpp: RMSNorm features, no phi
+    // FALCON-2: one gain per value channel from gate rows 0..d-1; FALCON-2A: row 0's for every channel.
+    const bool per_channel = rule == "falcon2";
+    Mat<T> beta(s.T, s.d);
+    for (int t = 0; t < s.T; ++t)
+      for (int j = 0; j < s.d; ++j) beta(t, j) = Falcon2Rule<Precision<T>>::gain(scalar_cast<T>(s.gate(per_channel ? j : 0, t)));
+    return falcon_chunked<T>(q, k, v, beta, T(per_channel ? 1 : 0), NlmsOptions{}, chunk).O;
+  }
   // The delta rules: the write keys are k_hat = unit(phi(k)), the running sum adds phi(k).
   const Mat<T> fk = phi_rows(k);
   Mat<T> k_hat(s.T, s.d);
@@ -108,6 +119,8 @@ template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadS
   if (rule == "gla") return rule_outputs<T>(GlaRule<P>(), s);
   if (rule == "metala") return rule_outputs<T>(MetaLaRule<P>(), s);
   if (rule == "gated-deltanet") return rule_outputs<T>(GatedDeltaNetRule<P>(), s);
+  if (rule == "falcon2") return rule_outputs<T>(Falcon2Rule<P>(), s);
+  if (rule == "falcon2a") return rule_outputs<T>(Falcon2aRule<P>(), s);
   return rule_outputs<T>(DeltaNetRule<P>(), s);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Seed 004 sec. 4: the chunkwise-parallel form of a rule computes the recurrence's outputs, for any
 // chunk size. The additive scalar-decay rules (linear attention, RetNet, Mamba-2;
-// core/rules/additive_chunked.hpp), DeltaNet (core/rules/delta_chunked.hpp) and VLA (Algorithm 1,
-// core/rules/vla/chunked.hpp) are measured in mp50
+// core/rules/additive_chunked.hpp), DeltaNet and Gated DeltaNet (core/rules/delta_chunked.hpp), GLA and
+// MetaLA (core/rules/gla/chunked.hpp), FALCON-2 and FALCON-2A (core/rules/falcon2/chunked.hpp) and VLA
+// (Algorithm 1, core/rules/vla/chunked.hpp) are measured in mp50
 // against the rule's own step(): max over chunk sizes of ||O_chunked - O_recurrent||_F / ||O_recurrent||_F.
 // The chunked form of a rule by name, in any scalar, is here too, so that the tests measure the same
 // function in float and bfloat16 (tests/core/chunked_forms.cpp).
@@ -16,7 +17,8 @@
 namespace vla::analysis {
 
 // The rules with a chunkwise form.
-inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "gated-deltanet", "gla", "metala", "vla"};
+inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "gated-deltanet", "gla", "metala",
+                                                    "falcon2", "falcon2a", "vla"};
 
 // d x T inputs N(0, 1) (q, k, v and VLA's u), gate logits N(2, 1) (sigmoid ~ 0.88: decays that matter over
 // a chunk), max(d, 2) of them per token (row 0 the scalar gates, rows 0-1 Gated DeltaNet's, all GLA's and
