@@ -5,16 +5,22 @@
 // concurrently (one CUDA stream each). --resume DIR continues the run in DIR, or the runs in its
 // subfolders, exactly, on the device they were trained on (recorded in each checkpoint). SIGINT stops
 // every run after its current step with a resumable checkpoint and a consistent log.
+// `mpirun -np N vla train --data-parallel ...` spreads each batch over N CPU processes
+// (core/train/data_parallel.hpp): rank 0 runs the loop and writes the files, the others compute shards;
+// the result is the one-process run, bit for bit.
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
+#include "core/parallel/group.hpp"
+#include "core/train/data_parallel.hpp"
 #include "core/train/trainer.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -31,6 +37,7 @@ struct Args {
   std::string device = "cpu";
   std::vector<std::uint64_t> seeds;  // several runs: --mixers x --seeds
   std::vector<std::string> mixers;
+  bool data_parallel = false;
 };
 
 // The runs of --mixers x --seeds (either defaulting to --mixer, --seed) and their folders OUT/<mixer>_seed<S>.
@@ -88,7 +95,24 @@ const vla::cli::RegisterCommand reg{
       auto* dev = app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, several runs concurrently). "
                                                          "With --resume: default the runs' device; another one is refused")
                       ->capture_default_str();
+      app.add_flag("--data-parallel", a->data_parallel,
+                   "under mpirun: each batch's shards over the ranks (CPU), the one-process run bit for bit; rank 0 writes");
       app.final_callback([a, dev] {
+        auto& ranks = vla::parallel::world();
+        if (!a->data_parallel) vla::parallel::require_one_process("vla train without --data-parallel");
+        if (a->data_parallel && a->device != "cpu")
+          throw std::invalid_argument(fmt::format("--data-parallel: CPU ranks only, got --device {} (allowed: cpu)", a->device));
+        if (a->data_parallel && !ranks.root()) {
+          std::signal(SIGINT, SIG_IGN);  // the root stops the run (after its step, with a checkpoint); serve until it says so
+          vla::train::serve_data_parallel(ranks, a->threads);
+          return;
+        }
+        // The workers serve until the root is done, also when this rank fails.
+        struct Finish {
+          vla::parallel::Group& g;
+          bool on;
+          ~Finish() { if (on) vla::train::finish_data_parallel(g); }
+        } finish{ranks, a->data_parallel};
         const bool many = !a->seeds.empty() || !a->mixers.empty();
         std::vector<vla::train::TrainConfig> cfgs;
         std::vector<fs::path> dirs;
@@ -101,7 +125,8 @@ const vla::cli::RegisterCommand reg{
           // vla::train::resume refuses, naming --device).
           if (dev->count() == 0) a->device = vla::train::checkpoint_device(dirs.front());
         }
-        const vla::train::Device device = vla::cli::training_device(a->device);
+        const vla::train::Device device =
+            a->data_parallel ? vla::train::data_parallel_device(ranks) : vla::cli::training_device(a->device);
         vla::train::RunOptions ro;
         ro.threads = a->threads;
         ro.stop_after = a->stop_after;
@@ -136,6 +161,7 @@ const vla::cli::RegisterCommand reg{
                    device.run_many ? "concurrently" : "one after another", device.name, wall,
                    1e3 * wall / double(std::max(1L, run_steps)));
       });
-    }};
+    },
+    true};  // splits over ranks with --data-parallel; refuses several ranks without it
 
 }  // namespace

@@ -1,5 +1,6 @@
-// `mpirun -np 2 vla study run ...` end to end through the built binary (studies/sweep_ranks.hpp,
-// docs/parallel.md), compiled only when the build has MPI (VLA_MPIEXEC is the launcher CMake found):
+// `mpirun -np 2 vla study run ...` and `mpirun -np 2 vla train --data-parallel` end to end through the built
+// binary (studies/sweep_ranks.hpp, core/train/data_parallel.hpp, docs/parallel.md), compiled only when the
+// build has MPI (VLA_MPIEXEC is the launcher CMake found):
 //  - the study's folder and the run store (summary.json, log.csv, checkpoint.bin, key.json of every run)
 //    equal a single process's byte for byte, apart from the measured times listed in `without_times`;
 //  - a rank killed (SIGKILL) mid-sweep loses only its unfinished runs: the runs the root had received
@@ -254,5 +255,34 @@ TEST_CASE("mpirun -np 2 vla study run: the same files as one process, and a kill
     CHECK(fs::last_write_time(s) == was.second);
   }
   check_same_outputs(one, killed);
+}
+
+TEST_CASE("mpirun -np 2 vla train --data-parallel: the one-process run's files, rank 0 alone writes them", "[studies][mpi]") {
+  // Each batch's shards are computed on both ranks and added on rank 0 in the one-process order
+  // (core/train/data_parallel.hpp), so log.csv is byte for byte the one-process log and checkpoint.bin
+  // and summary.json differ only in measured times. If this fails, the ranks compute or add the shards
+  // differently from one process, or a worker's files leak into the output.
+  ScratchDir dir("mpi-dp");
+  const std::string args = " train --task copy --seq-len 8 --steps 12 --batch 16 --d-model 16 --heads 2 --d-head 8 --ffn 32 "
+                           "--layers 2 --eval-batches 1 --mixer vla --threads 1 --checkpoint-every 4 --out run";
+  const fs::path one = dir.path / "one", two = dir.path / "two";
+  for (const auto& d : {one, two}) fs::create_directories(d);
+  const auto single = run_command(in_dir(one, kVla + args));
+  INFO(single.output);
+  REQUIRE(single.exit_code == 0);
+  const auto split = run_command(in_dir(two, kMpiEnv + " " + kMpirun + kVla + args + " --data-parallel"));
+  INFO(split.output);
+  REQUIRE(split.exit_code == 0);
+  CHECK(read_file(one / "run" / "log.csv") == read_file(two / "run" / "log.csv"));
+  CHECK(without_times(one / "run" / "checkpoint.bin") == without_times(two / "run" / "checkpoint.bin"));
+  CHECK(without_times(one / "run" / "summary.json") == without_times(two / "run" / "summary.json"));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::recursive_directory_iterator(two)) ++files;
+  CHECK(files == 4);  // run/ and its three files: the worker wrote nothing
+
+  // Without --data-parallel, several ranks are refused (every rank would train the whole run).
+  const auto refused = run_command(in_dir(two, kMpiEnv + " " + kMpirun + kVla + args + "2"));
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find("--data-parallel") != std::string::npos);
 }
 #endif
