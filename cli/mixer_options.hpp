@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -20,10 +21,12 @@
 
 namespace vla::cli {
 
-// The flag of each knob that has one. S renormalisation and the DeltaNet gate have none: training has
+// The flag of each knob that has one. The analyses (jacobian, recovery, precision-atlas, stability) drive
+// the rules' own steps on per-token inputs, not the layer, so they leave out --next-latent, which only the
+// layer (layer-forward) and training honour. S renormalisation and the DeltaNet gate have none: training has
 // no backward for renormalisation (ModelConfig::validate), the atlas sets it per policy
 // (--policies renorm --renorm-threshold), and layer-forward takes the gate from its weights (Wg.npy).
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kMixerFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kMixerFlags{{
     {"lambda0", "--lambda0"},
     {"eps", "--eps"},
     {"refresh_period", "--refresh-period"},
@@ -33,6 +36,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kM
     {"ridge", "--ridge"},
     {"eps_gamma", "--eps-gamma"},
     {"mva_levels", "--mva-levels"},
+    {"next_latent", "--next-latent"},
 }};
 
 // The flag of knob `name`, or "" if it has none.
@@ -51,7 +55,9 @@ inline void add_mixer_options(CLI::App& app, MixerConfig& c, std::initializer_li
     const std::string_view flag = mixer_flag(k.name);
     if (flag.empty() || std::find(without.begin(), without.end(), k.name) != without.end()) return;
     using T = typename decltype(k)::value_type;
-    if constexpr (std::is_enum_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {  // a switch: present means on
+      app.add_flag_function(std::string(flag), [k](std::int64_t n) { k.value = n > 0; }, std::string(k.help));
+    } else if constexpr (std::is_enum_v<T>) {
       std::string names = knob_value_names<T>();
       names.erase(std::remove(names.begin(), names.end(), ' '), names.end());
       app.add_option_function<std::string>(

@@ -28,7 +28,7 @@ const vla::cli::RegisterCommand jac{
       app.add_option("--check-steps", c->check_steps, "steps with power iteration and JacobiSVD too")->capture_default_str();
       app.add_option("--product-T", c->product_T, "horizon of the product norm")->capture_default_str();
       app.add_option("--seed", c->seed, "seed (weights; inputs from seed + 1)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels", "next_latent"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] {
         auto& ranks = vla::parallel::world();
@@ -54,7 +54,7 @@ const vla::cli::RegisterCommand rec{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::RecoveryPrecisions::names()));
       app.add_option("--rls-lambda0", c->rls_lambda0, "lambda0 of rls-classical")->capture_default_str();
       app.add_option("--seed", c->seed, "seed")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "mva_levels", "next_latent"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] { fmt::print("{}", vla::analysis::write_recovery(*c, vla::analysis::run_recovery(*c), *out)); });
     }};
@@ -71,7 +71,7 @@ const vla::cli::RegisterCommand atlas{
       vla::cli::add_list_option(app, "--precisions", c->precisions, std::string(vla::analysis::kAtlasPrecisions));
       vla::cli::add_list_option(app, "--policies", c->policies, "clamp, skip, no-refresh, renorm");
       app.add_option("--renorm-threshold", c->renorm_threshold, "S renormalisation threshold (policy renorm)")->capture_default_str();
-      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy", "mva_levels"});
+      vla::cli::add_mixer_options(app, c->base, {"rank", "delta_policy", "mva_levels", "next_latent"});
       app.add_option("--out", *out, "output folder")->capture_default_str();
       app.final_callback([c, out] {
         auto& ranks = vla::parallel::world();

@@ -94,7 +94,7 @@ void add_bench_chunked_vla(CLI::App& bench) {
   auto* sc = bench.add_subcommand("chunked-vla", "the chunkwise-parallel VLA beside Algorithm 1 (CPU): accuracy vs mp50, conditioning, time");
   sc->add_option("--mixer", args->cfg.mixer, "a VLA variant (vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm)")
       ->check(CLI::IsMember(std::vector<std::string>(VlaOptions::kVariants.begin(), VlaOptions::kVariants.end())));
-  add_mixer_options(*sc, args->cfg, {"rank"});  // rank 1: the chunked form refuses r > 1
+  add_mixer_options(*sc, args->cfg, {"rank", "next_latent"});  // rank 1: the chunked form refuses r > 1
   sc->add_option("--T", args->T, "tokens");
   sc->add_option("--d-head", args->d_head, "head size d_h");
   add_list_option(*sc, "--chunks", args->chunks, "chunk sizes, comma separated");

@@ -24,7 +24,7 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--precision", c.precision, std::string("storage[+compute]: ") + std::string(vla::kPrecisionNames))
           ->capture_default_str();
       vla::cli::add_list_option(app, "--mixers", c.mixers, "mixers to track", vla::kMixerNames);
-      vla::cli::add_mixer_options(app, c.base);
+      vla::cli::add_mixer_options(app, c.base, {"next_latent"});  // the rules' own steps, not the layer
       app.add_option("--out", a->out, "output folder (state_norms.csv, summary.txt)")->capture_default_str();
       app.final_callback([a] {
         const auto r = vla::studies::run_stability(a->cfg);

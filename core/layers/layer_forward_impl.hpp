@@ -12,7 +12,7 @@ LayerForwardResult layer_forward(const MixerConfig& cfg, const LayerShape& shape
   check_input_range<S>(X, P::name());
   return with_rule<P>(cfg, [&](auto rule) {
     using Rule = decltype(rule);
-    const MixerLayer<Rule> layer(shape, std::move(rule), w.template cast<S>());
+    const MixerLayer<Rule> layer(shape, std::move(rule), w.template cast<S>(), cfg.next_latent);
     LayerTrace tr;
     const std::vector<Mat<S>> Y = layer.forward({cast_matrix<S>(X)}, &tr);  // batch of one: (1, T, d_model)
     return LayerForwardResult{cast_matrix<double>(Y[0]), std::move(tr.stats)};  // B = 1: stats[t * H + h]

@@ -9,6 +9,9 @@
 //
 // Each head has its own state, reset at the start of every forward (every new sequence). Every step
 // is checked for a non-finite value (core/rules/non_finite.hpp): the first throws NonFiniteError.
+// With next_latent (MixerConfig::next_latent, core/model/next_latent.hpp) the step at token t gets the
+// key (and u_raw) of token t - 1, and token 1 runs no step: its head outputs are 0 and its trace entries
+// stay NaN.
 // Shapes: a batch is B matrices of (T, d_model), one per sequence (row t = x_t).
 #include "core/layers/mixer_weights.hpp"
 #include "core/rules/memory_rule.hpp"
@@ -33,8 +36,8 @@ template <class Rule> class MixerLayer {
   using storage_t = typename Rule::storage_t;
   using compute_t = typename Rule::compute_t;
 
-  MixerLayer(LayerShape shape, Rule rule, MixerWeights<storage_t> w)
-      : shape_(shape), rule_(std::move(rule)), w_(std::move(w)) {
+  MixerLayer(LayerShape shape, Rule rule, MixerWeights<storage_t> w, bool next_latent = false)
+      : shape_(shape), rule_(std::move(rule)), w_(std::move(w)), next_latent_(next_latent) {
     validate();
   }
 
@@ -65,13 +68,17 @@ template <class Rule> class MixerLayer {
     Mat<storage_t> out;
     StepRecord<C> rec;
     Mat<C> O(H * dh, B);  // concatenated head outputs for this token
+    Mat<C> K_prev;        // (H*d_h, B) the previous token's keys, the ones written when next_latent
     for (int t = 0; t < T; ++t) {
       Mat<C> Xt(shape_.d_model, B);
       for (int b = 0; b < B; ++b) Xt.col(b) = cast_vector<C>(Vec<storage_t>(X[b].row(t).transpose()));
-      const Mat<C> Q = affine(wc.Wq, wc.bq, Xt), K = affine(wc.Wk, wc.bk, Xt), V = affine(wc.Wv, wc.bv, Xt);
+      const Mat<C> Q = affine(wc.Wq, wc.bq, Xt), V = affine(wc.Wv, wc.bv, Xt);
+      Mat<C> K = affine(wc.Wk, wc.bk, Xt);
+      if (next_latent_) std::swap(K, K_prev);  // K: token t - 1's keys; K_prev: token t's, for the next step
       Mat<C> G;  // (H*g, B)
       if (Rule::needs.gate) G = affine(wc.Wg, wc.bg, Xt);
-      for (int h = 0; h < H; ++h) {
+      if (next_latent_ && t == 0) O.setZero();  // no write at token 1: every head reads S_0 = 0
+      for (int h = 0; h < H && !(next_latent_ && t == 0); ++h) {
         in.q = cast_matrix<storage_t>(Mat<C>(Q.middleRows(h * dh, dh)));
         in.k = cast_matrix<storage_t>(Mat<C>(K.middleRows(h * dh, dh)));
         in.v = cast_matrix<storage_t>(Mat<C>(V.middleRows(h * dh, dh)));
@@ -145,6 +152,7 @@ template <class Rule> class MixerLayer {
   LayerShape shape_;
   Rule rule_;
   MixerWeights<storage_t> w_;
+  bool next_latent_ = false;
 };
 
 }  // namespace vla

@@ -5,7 +5,8 @@
 //   Q, K, V = X W^T + b              (T, H*d_h); head h is columns [h*d_h, (h+1)*d_h)
 //   U_raw^h = K^h (W_u^h)^T + b_u^h  (T, d_h) per head, VLA only (Alg. 1 line 10)
 //   G = X W_g^T + b_g                (T, H*g) gate logits, g = Needs::gate_rows(d_h) per head
-//   O^h_t = rule step (per head, state reset per sequence),  Y = O W_o^T + b_o   (T, d)
+//   O^h_t = rule step (per head, state reset per sequence; aligned when next_latent, next_latent.hpp)
+//   Y = O W_o^T + b_o   (T, d)
 #include "core/model/head.hpp"
 #include "core/model/linear.hpp"
 #include "core/model/params.hpp"
@@ -20,6 +21,7 @@ template <class Rule> struct MixerCache {
   Mat<T> G;                             // (T, H*g) gate logits, rules with needs.gate
   Mat<T> O;                             // (T, H*d_h) concatenated head outputs
   std::vector<HeadTape<Rule>> heads;    // (H)
+  bool next_latent = false;             // the heads ran aligned (next_latent.hpp): the backward does too
 };
 
 // Head h's raw inputs (columns [h*d_h, (h+1)*d_h) of the projections).
@@ -37,9 +39,11 @@ template <class Rule> HeadSequence<typename Rule::storage_t> head_inputs(const M
 }
 
 template <class T, class Rule>
-Mat<T> mixer_forward(const Rule& rule, const Params<T>& p, int l, int H, int dh, const Mat<T>& X, MixerCache<Rule>& c) {
+Mat<T> mixer_forward(const Rule& rule, const Params<T>& p, int l, int H, int dh, const Mat<T>& X, MixerCache<Rule>& c,
+                     bool next_latent = false) {
   const int n = static_cast<int>(X.rows());
   c.X = X;
+  c.next_latent = next_latent;
   c.Q = linear_forward(X, p.at(l, WQ), p.at(l, BQ));
   c.K = linear_forward(X, p.at(l, WK), p.at(l, BK));
   c.V = linear_forward(X, p.at(l, WV), p.at(l, BV));
@@ -54,7 +58,7 @@ Mat<T> mixer_forward(const Rule& rule, const Params<T>& p, int l, int H, int dh,
   c.heads.assign(H, {});
   Mat<T> Oh;  // (T, d_h)
   for (int h = 0; h < H; ++h) {
-    head_forward(rule, head_inputs(c, h, dh), Oh, c.heads[h]);
+    head_forward(rule, head_inputs(c, h, dh), Oh, c.heads[h], c.next_latent);
     c.O.middleCols(h * dh, dh) = Oh;
   }
   return linear_forward(c.O, p.at(l, WO), p.at(l, BO));
@@ -69,7 +73,7 @@ Mat<T> mixer_backward(const Rule& rule, const Params<T>& p, Params<T>& g, int l,
   Mat<T> dQ(n, H * dh), dK(n, H * dh), dV(n, H * dh), dG = Mat<T>::Zero(n, H * Rule::needs.gate_rows(dh));
   for (int h = 0; h < H; ++h) {
     const HeadSequence<T> x = head_inputs(c, h, dh);
-    const HeadGrads<T> hg = head_backward(rule, x, c.heads[h], Mat<T>(dO.middleCols(h * dh, dh)));
+    const HeadGrads<T> hg = head_backward(rule, x, c.heads[h], Mat<T>(dO.middleCols(h * dh, dh)), c.next_latent);
     dQ.middleCols(h * dh, dh) = hg.dq;
     dK.middleCols(h * dh, dh) = hg.dk;
     dV.middleCols(h * dh, dh) = hg.dv;

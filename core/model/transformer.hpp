@@ -51,7 +51,7 @@ SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, 
     for (int l = 0; l < L; ++l) {
       auto& b = bc[l];
       const Mat<T> H1 = layernorm_forward(X, p.at(l, LN1_G), p.at(l, LN1_B), b.ln1);
-      X += mixer_forward<T>(rule, p, l, H, dh, H1, b.mix);
+      X += mixer_forward<T>(rule, p, l, H, dh, H1, b.mix, cfg.mixer.next_latent);
       check(X, l, "mixer_output");
       if constexpr (Rule::recurrent) {  // the norms of the last state, from the tape
         double s = 0, a = 0;

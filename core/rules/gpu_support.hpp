@@ -2,7 +2,7 @@
 // What the CUDA path can run, asked of the rules' GPU traits (core/rules/<rule>/gpu.hpp) and checked
 // in one place for every command that runs a mixer on the GPU (`vla layer-forward --device cuda`,
 // GPU training): which mixers have a kernel, the head widths the kernels are compiled for, and the
-// options the kernels implement (rank 1, the delta clamp, no S renormalisation). Errors name the
+// options the kernels implement (rank 1, the delta clamp, no S renormalisation, no next-latent alignment). Errors name the
 // command-line flag and what is allowed.
 #include "core/rules/registry.hpp"
 
@@ -62,6 +62,8 @@ inline std::optional<std::string> gpu_unsupported(const MixerConfig& cfg, int d_
   if (k.rank != 1) return fmt::format("--rank: the GPU kernel implements rank 1 (Algorithm 1) only, got {}", k.rank);
   if (!k.clamp) return std::string("--delta-policy: the GPU kernel implements Algorithm 1's clamp only (allowed: clamp)");
   if (k.renormalise) return std::string("--renormalise: the GPU kernels have no S renormalisation (allowed: off)");
+  if (cfg.next_latent)
+    return std::string("--next-latent: the GPU kernels write the same-step pair (k_t, v_t) (allowed with --device cuda: off)");
   return std::nullopt;
 }
 

@@ -22,11 +22,13 @@ struct MixerConfig {
   bool deltanet_gated = true;
   FalconOptions falcon;                // FALCON-2/2A: the ridge and the decay clamp
   int mva_levels = 2;                  // MVA: c, the levels of the vocabulary decomposition (seed 002 Table 9: 2)
+  bool next_latent = false;            // every rule: write (k_{t-1}, v_t), token 1 writes nothing (core/model/next_latent.hpp)
 
   bool is_vla() const { return mixer.rfind("vla", 0) == 0; }
 };
 
-// The knobs of MixerConfig: PenaltyOptions' and the memory's, DeltaNet's, FALCON's and MVA's. The rule's name (mixer)
+// The knobs of MixerConfig: PenaltyOptions' and the memory's, DeltaNet's, FALCON's, MVA's and the layer's
+// next-latent alignment. The rule's name (mixer)
 // is not a knob: commands choose rules in their own ways (--mixer, --mixers).
 template <class Config, class Visitor>
   requires std::is_same_v<std::remove_const_t<Config>, MixerConfig>
@@ -40,6 +42,9 @@ void for_each_knob(Config& c, Visitor&& v) {
   for_each_knob(c.falcon, v);
   v(knob("mva_levels", "MVA: c, the levels of the multi-level vocabulary decomposition (seed 002 eq. 6; 1 = MetaLA + GSA)",
          c.mva_levels, "an integer in [1, 64]", [](int n) { return n >= 1 && n <= 64; }));
+  v(knob("next_latent", "every rule: next-latent alignment, the write at token t pairs the key of token t - 1 with v_t and token 1 "
+                        "writes nothing (seed 003 sec. 2); the layer and training honour it, the CUDA kernels refuse it",
+         c.next_latent));
 }
 
 }  // namespace vla

@@ -60,11 +60,11 @@ std::vector<model::TensorCheck> mixer_gradcheck(const MixerConfig& mc, const Mix
     const int H = s.heads, dh = s.d_head;
     auto loss = [&] {
       model::MixerCache<Rule> c;
-      const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, c);
+      const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, c, mc.next_latent);
       return T((R.array() * Y.array()).sum());
     };
     model::MixerCache<Rule> cache;
-    const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, cache);
+    const Mat<T> Y = model::mixer_forward<T>(rule, p, 0, H, dh, X, cache, mc.next_latent);
     const double mag = to_double(T((R.array() * Y.array()).abs().sum()));
     model::Params<T> g = p.zeros_like();
     const Mat<T> dX = model::mixer_backward<T>(rule, p, g, 0, H, dh, cache, R);
