@@ -23,7 +23,7 @@ namespace vla::cli {
 // The flag of each knob that has one. S renormalisation and the DeltaNet gate have none: training has
 // no backward for renormalisation (ModelConfig::validate), the atlas sets it per policy
 // (--policies renorm --renorm-threshold), and layer-forward takes the gate from its weights (Wg.npy).
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kMixerFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kMixerFlags{{
     {"lambda0", "--lambda0"},
     {"eps", "--eps"},
     {"refresh_period", "--refresh-period"},
@@ -32,6 +32,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kM
     {"rank", "--rank"},
     {"ridge", "--ridge"},
     {"eps_gamma", "--eps-gamma"},
+    {"window", "--window"},
     {"mva_levels", "--mva-levels"},
 }};
 
