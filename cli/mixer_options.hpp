@@ -26,7 +26,7 @@ namespace vla::cli {
 // layer (layer-forward) and training honour. S renormalisation and the DeltaNet gate have none: training has
 // no backward for renormalisation (ModelConfig::validate), the atlas sets it per policy
 // (--policies renorm --renorm-threshold), and layer-forward takes the gate from its weights (Wg.npy).
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kMixerFlags{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kMixerFlags{{
     {"lambda0", "--lambda0"},
     {"eps", "--eps"},
     {"refresh_period", "--refresh-period"},
@@ -35,6 +35,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 10> k
     {"rank", "--rank"},
     {"ridge", "--ridge"},
     {"eps_gamma", "--eps-gamma"},
+    {"window", "--window"},
     {"mva_levels", "--mva-levels"},
     {"next_latent", "--next-latent"},
 }};

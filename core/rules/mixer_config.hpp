@@ -20,7 +20,7 @@ struct MixerConfig {
   bool renormalise_S = false;          // MemoryMatrixManager renormalisation (default off, 001)
   double renorm_threshold = std::numeric_limits<double>::infinity();
   bool deltanet_gated = true;
-  FalconOptions falcon;                // FALCON-2/2A: the ridge and the decay clamp
+  FalconOptions falcon;                // FALCON-2/2A/3/3A: the ridge, the decay clamp, the window
   int mva_levels = 2;                  // MVA: c, the levels of the vocabulary decomposition (seed 002 Table 9: 2)
   bool next_latent = false;            // every rule: write (k_{t-1}, v_t), token 1 writes nothing (core/model/next_latent.hpp)
 

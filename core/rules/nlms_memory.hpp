@@ -80,9 +80,12 @@ template <class C> struct NlmsCoefficients {
   std::vector<bool> clamped;  // (d_v) where the clamp acted (alpha_j = 1 - eps_gamma: no gradient to eta_j, lambda)
 };
 
-template <class C> NlmsCoefficients<C> nlms_coefficients(const Vec<C>& x, const Vec<C>& beta, const NlmsOptions& opt) {
+// From the write energy n2: ||x_t||^2 here; FALCON-3 passes its window's mean energy E_bar_t (seed 003
+// sec. 4.4: eta_t = beta_t / (E_bar_t + lambda_t + eps), lambda_t = lambda_bar E_bar_t by sec. 4.1's last
+// paragraph), the same coefficients with one energy in place of the other.
+template <class C> NlmsCoefficients<C> nlms_coefficients_of_energy(const C& n2, const Vec<C>& beta, const NlmsOptions& opt) {
   NlmsCoefficients<C> k;
-  k.n2 = x.squaredNorm();
+  k.n2 = n2;
   k.lambda = scalar_cast<C>(opt.falcon.ridge) * k.n2;
   k.den = k.n2 + k.lambda + scalar_cast<C>(opt.eps);
   k.eta = k.den > C(0) ? Vec<C>(beta / k.den) : Vec<C>(Vec<C>::Zero(beta.size()));
@@ -95,6 +98,35 @@ template <class C> NlmsCoefficients<C> nlms_coefficients(const Vec<C>& x, const 
     k.gamma(j) = C(1) - (k.clamped[j] ? alpha_max : alpha);
   }
   return k;
+}
+
+template <class C> NlmsCoefficients<C> nlms_coefficients(const Vec<C>& x, const Vec<C>& beta, const NlmsOptions& opt) {
+  return nlms_coefficients_of_energy(C(x.squaredNorm()), beta, opt);
+}
+
+// The adjoint of nlms_coefficients_of_energy: from dgamma and deta (d_v) the gains' dbeta (d_v) and the
+// energy's dn2:
+//   gamma_j = 1 - eta_j lambda (unclamped rows):  deta_j -= dgamma_j lambda,  dn2 -= dgamma_j eta_j ridge
+//   eta_j = beta_j / den, den = (1 + ridge) n2 + eps:  dbeta_j = deta_j / den,  dn2 -= (1 + ridge) deta . eta / den
+// Where the clamp acts (alpha_j = 1 - eps_gamma, a constant) no gradient flows through alpha_j.
+template <class T> struct NlmsCoefficientsAdjoint {
+  Vec<T> dbeta;  // (d_v)
+  T dn2;
+};
+template <class T>
+NlmsCoefficientsAdjoint<T> nlms_coefficients_backward(const NlmsCoefficients<T>& coef, const Vec<T>& dgamma, Vec<T> deta, const NlmsOptions& opt) {
+  const T ridge = scalar_cast<T>(opt.falcon.ridge);
+  NlmsCoefficientsAdjoint<T> r{Vec<T>::Zero(deta.size()), T(0)};
+  for (Eigen::Index j = 0; j < deta.size(); ++j) {
+    if (coef.clamped[j]) continue;
+    deta(j) -= dgamma(j) * coef.lambda;
+    r.dn2 -= dgamma(j) * coef.eta(j) * ridge;
+  }
+  if (coef.den > T(0)) {
+    r.dbeta = deta / coef.den;
+    r.dn2 -= (T(1) + ridge) * deta.dot(coef.eta) / coef.den;
+  }
+  return r;
 }
 
 // S_t from S_{t-1} (d_v, d_k) for write feature x, target v and gains beta; c = 1 regression, 0 inner
@@ -146,8 +178,7 @@ template <class P> struct NlmsMemory : ScalarDecayMemory<P> {
 // The adjoint of the step above, carrying dS = dL/dS_t:
 //   o_t = S_t qf_t:    dS_t += do_t qf_t^T,  dqf_t = S_t^T do_t
 //   the write:         delta_write_adjoint_rows (a = gamma, b = eta, c), which gives dv, dx, dgamma, deta
-//   gamma_j = 1 - eta_j lambda (unclamped rows):  deta_j -= dgamma_j lambda,  dn2 -= dgamma_j eta_j ridge
-//   eta_j = beta_j / den, den = (1 + ridge) n2 + eps:  dbeta_j = deta_j / den,  dn2 -= (1 + ridge) deta . eta / den
+//   the coefficients:  nlms_coefficients_backward, which gives dbeta and dn2
 //   n2 = ||x||^2:      dx += 2 dn2 x;  then x = RMSNorm(k), qf = RMSNorm(q) (rms_norm_backward)
 // step returns dbeta (d_v); the rule maps it to its gate logits.
 template <class T> class NlmsAdjoint {
@@ -156,7 +187,7 @@ template <class T> class NlmsAdjoint {
 
   template <class Tape>
   Vec<T> step(int t, const HeadSequence<T>& x, const Tape& tp, const Mat<T>& dO, HeadGrads<T>& g, const Vec<T>& beta, const T& c) {
-    const T eps = scalar_cast<T>(opt_.eps), ridge = scalar_cast<T>(opt_.falcon.ridge);
+    const T eps = scalar_cast<T>(opt_.eps);
     const Vec<T> q = x.q.row(t).transpose(), k = x.k.row(t).transpose(), v = x.v.row(t).transpose();
     const Vec<T> dout = dO.row(t).transpose();
     dS.noalias() += dout * rms_norm(q, eps).transpose();
@@ -165,20 +196,9 @@ template <class T> class NlmsAdjoint {
     const auto coef = nlms_coefficients(xf, beta, opt_);
     const auto w = delta_write_adjoint_rows<T>(dS, t ? tp.S[t - 1] : zero, xf, v, coef.gamma, coef.eta, c);
     g.dv.row(t) = w.dv.transpose();
-    Vec<T> deta = w.db;
-    T dn2(0);
-    for (Eigen::Index j = 0; j < beta.size(); ++j) {
-      if (coef.clamped[j]) continue;
-      deta(j) -= w.da(j) * coef.lambda;
-      dn2 -= w.da(j) * coef.eta(j) * ridge;
-    }
-    Vec<T> dbeta = Vec<T>::Zero(beta.size());
-    if (coef.den > T(0)) {
-      dbeta = deta / coef.den;
-      dn2 -= (T(1) + ridge) * deta.dot(coef.eta) / coef.den;
-    }
-    g.dk.row(t) = rms_norm_backward<T>(k, Vec<T>(w.dk_hat + T(2) * dn2 * xf), eps).transpose();
-    return dbeta;
+    const auto dc = nlms_coefficients_backward<T>(coef, w.da, w.db, opt_);
+    g.dk.row(t) = rms_norm_backward<T>(k, Vec<T>(w.dk_hat + T(2) * dc.dn2 * xf), eps).transpose();
+    return dc.dbeta;
   }
 
   NlmsOptions opt_;

@@ -8,6 +8,8 @@
 #include "core/rules/deltanet/rule.hpp"
 #include "core/rules/falcon2/rule.hpp"
 #include "core/rules/falcon2a/rule.hpp"
+#include "core/rules/falcon3/rule.hpp"
+#include "core/rules/falcon3a/rule.hpp"
 #include "core/rules/gated_deltanet/rule.hpp"
 #include "core/rules/gla/rule.hpp"
 #include "core/rules/gsa/rule.hpp"
@@ -73,7 +75,7 @@ template <template <class> class... Rule> struct RuleList {
 
 // The rules, in the order --help lists them.
 using Rules = RuleList<VlaRule, LinearAttentionRule, DeltaNetRule, SoftmaxRule, RetNetRule, Mamba2Rule, DeltaRule, GatedDeltaNetRule,
-                       GlaRule, Falcon2Rule, Falcon2aRule, MetaLaRule, GsaRule,
+                       GlaRule, Falcon2Rule, Falcon2aRule, Falcon3Rule, Falcon3aRule, MetaLaRule, GsaRule,
                        MvaRule>;
 
 // Every mixer name: "vla, vla-v2, ..., softmax".

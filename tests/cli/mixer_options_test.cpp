@@ -37,16 +37,17 @@ std::string help_of(const std::string& help, const std::string& flag) {
 }  // namespace
 
 TEST_CASE("every command that builds a mixer lists each of its knobs once, with MixerConfig's default and help", "[cli]") {
-  // The flags each command takes: all eight, but the analyses (their head streams are rank 1) take no
+  // The flags each command takes: all nine, but the analyses (their head streams are rank 1) take no
   // --rank, the atlas (its --policies set the delta policy) no --delta-policy, training no --rank.
-  const std::vector<std::string> all{"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--rank", "--ridge", "--eps-gamma"};
+  const std::vector<std::string> all{"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--rank", "--ridge", "--eps-gamma",
+                                     "--window"};
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands{
       {"layer-forward", all},
       {"stability", all},
-      {"jacobian", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma"}},
-      {"recovery", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma"}},
-      {"precision-atlas", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--ridge", "--eps-gamma"}},
-      {"train", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma"}},
+      {"jacobian", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma", "--window"}},
+      {"recovery", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma", "--window"}},
+      {"precision-atlas", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--ridge", "--eps-gamma", "--window"}},
+      {"train", {"--lambda0", "--eps", "--refresh-period", "--refresh", "--delta-policy", "--ridge", "--eps-gamma", "--window"}},
   };
   std::map<std::string, std::string> first_help;  // flag -> its help line in the first command
   for (const auto& [cmd, flags] : commands) {
@@ -76,7 +77,8 @@ TEST_CASE("every command that builds a mixer refuses a bad knob while parsing, n
                                                                         {"--refresh-period -2", "--refresh-period", ">= 0"},
                                                                         {"--refresh nan", "--refresh", ">= 0"},
                                                                         {"--ridge -1", "--ridge", ">= 0"},
-                                                                        {"--eps-gamma 1", "--eps-gamma", "in (0, 1)"}}) {
+                                                                        {"--eps-gamma 1", "--eps-gamma", "in (0, 1)"},
+                                                                        {"--window 0", "--window", "an integer in [1, 1024]"}}) {
       const std::string out = dir / "out";
       const auto r = run_command(fmt::format("{} {} {} {} {}", kVla, cmd, args, cmd == "layer-forward" ? "--output" : "--out", out));
       INFO(cmd << " " << args << ":\n" << r.output);

@@ -80,7 +80,7 @@ Cell run_cell(const std::string& mixer, const std::string& precision, double sca
 
 void check_grid(const std::string& precision, std::initializer_list<double> scales) {
   for (const char* mixer : {"vla", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta", "gated-deltanet", "gla", "falcon2",
-                            "falcon2a", "metala", "gsa", "mva"}) {
+                            "falcon2a", "falcon3", "falcon3a", "metala", "gsa", "mva"}) {
     for (const double s : scales) {
       const Cell c = run_cell(mixer, precision, s);
       std::cout << fmt::format("scale grid: {:8s} {:10s} x {:<9.3g} {:20s} {}\n", mixer, precision, s, name(c.outcome),

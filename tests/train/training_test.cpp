@@ -178,8 +178,8 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
   auto& k = c.model.mixer;
   k.penalty.lambda0 = 0.25; k.penalty.eps = 1e-3; k.penalty.refresh_period = 3; k.penalty.refresh_eta = 0.01;
   k.penalty.policy = DeltaPolicy::SkipAddEps; k.penalty.rank = 2; k.renormalise_S = true; k.deltanet_gated = false;
-  k.renorm_threshold = 7.5; k.falcon.ridge = 0.05; k.falcon.eps_gamma = 0.02; k.mva_levels = 3;
-  k.next_latent = true;
+  k.renorm_threshold = 7.5; k.falcon.ridge = 0.05; k.falcon.eps_gamma = 0.02; k.falcon.window = 2;
+  k.mva_levels = 3; k.next_latent = true;
   const auto back = train::TrainConfig::from_json(nlohmann::json::parse(c.to_json().dump()));
   const MixerConfig defaults;
   // The value of the knob called `name` in `m` equals `value` (false when m has no such knob).
@@ -198,7 +198,7 @@ TEST_CASE("every mixer knob is stored in the checkpoint, and a checkpoint with o
     CHECK(!knob_equals(defaults, kb.name, kb.value));       // and was set away from its default, so that means something
     ++knobs;
   });
-  CHECK(knobs == 13);  // a new knob: give it a non-default value above
+  CHECK(knobs == 14);  // a new knob: give it a non-default value above
   CHECK(back.model.mixer.penalty.policy == DeltaPolicy::SkipAddEps);
   CHECK(std::isinf(train::TrainConfig::from_json(nlohmann::json::parse(tiny("vla").to_json().dump())).model.mixer.renorm_threshold));
 
