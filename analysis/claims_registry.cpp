@@ -6,6 +6,7 @@
 #include "analysis/decay_bound.hpp"
 #include "analysis/mva_decomposition.hpp"
 #include "analysis/nlms_step.hpp"
+#include "analysis/window_state.hpp"
 #include "analysis/reduction.hpp"
 #include "analysis/unit_jacobian_search.hpp"
 #include "analysis/write_direction.hpp"
@@ -477,6 +478,31 @@ void falcon2_scale(ClaimsContext& ctx, ClaimResult& r) {
   r.verdict = from_counts(held, int(exact.size()));
 }
 
+// ---- seed 003 sec. 4.4: the sliding-window rules' state is S and the last B - 1 pairs ----
+void falcon3_window_state(ClaimsContext&, ClaimResult& r) {
+  // Continuing with the payload performs the same operations on the same numbers as the one-go run:
+  // equal to the last bit in mp50, so any difference above 1e-40 is another recurrence. One pair short (or
+  // S alone) must differ by far more than rounding for the payload to be the minimal one: > 1e-10.
+  const int d = 5, T = 23, T1 = 10;
+  int held = 0, cases = 0;
+  std::string m = fmt::format("mp50, d = {}, T = {}, cut after {} tokens, ||O_continued - O_one_go|| / ||O_one_go|| over the rest, "
+                              "continuing from S_T1 and the newest p pairs (p = B - 1 | B - 2 | 0):", d, T, T1);
+  for (const char* rule : {"falcon3", "falcon3a"})
+    for (const int B : {1, 2, 4}) {
+      const auto w = window_continuation(rule, B, d, T, T1, 11);
+      ++cases;
+      const bool minimal = B == 1 || (w.one_pair_short > 1e-10 && w.state_alone > 1e-10);
+      m += fmt::format(" {} B = {}: {:.1e} | {} | {:.2g};", rule, B, w.with_payload,
+                       B >= 2 ? fmt::format("{:.2g}", w.one_pair_short) : std::string("-"), w.state_alone);
+      if (w.with_payload <= 1e-40 && minimal) ++held;
+      else
+        r.counterexample += fmt::format("{} B = {}: payload {:.3g}, one pair short {:.3g}, S alone {:.3g}; ", rule, B,
+                                        w.with_payload, w.one_pair_short, w.state_alone);
+    }
+  r.measured = m + " (B = 1: the payload is empty and S alone is exact)";
+  r.verdict = from_counts(held, cases);
+}
+
 // ---- seed 002 Theorem 3.3: the vocabulary decomposition's error decays with the levels ----
 void mva_levels(ClaimsContext& ctx, ClaimResult& r) {
   MvaDecompositionConfig c;  // m = d = 8, n = 2m, 4m, 8m, c = 1..6, 3 seeds, mp50 and double
@@ -625,6 +651,12 @@ const std::vector<Claim>& claim_registry() {
        "mp50, eps = 0: max relative difference of residuals and of c S'_t vs S_t <= 1e-40 for c in {1e-3, 0.1, 10, 1e3}; "
        "partial = some c",
        falcon2_scale},
+      {"falcon3-window-state", "003 Sec. 4.4 (Exact streaming state), Algorithm 3",
+       "for FALCON-3 and FALCON-3A the matrix state S_t alone is not Markov: exact continuation across a segment boundary "
+       "needs the last B - 1 causal pairs besides S_t",
+       "mp50: continuing from S and the newest B - 1 pairs equals the one-go run to <= 1e-40, and from B - 2 pairs or S alone "
+       "it differs by > 1e-10 (B in {1, 2, 4}, both rules); partial = some cases",
+       falcon3_window_state},
       {"mva-levels-error-decay", "002 Theorem 3.3 (= C.1), eq. 4-5",
        "after c levels of the vocabulary decomposition the error is ||E|| <= ||K|| prod eps_i prod gamma_i with eps_i = (n - m)/n: "
        "it decays exponentially with the levels",

@@ -4,10 +4,15 @@
 // from the recurrence alone, not from the projections.
 //
 // random_head_stream is the Sec. 6.2 / Fig. 4 random-input protocol (analysis/random_protocol.hpp)
-// projected in double: q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x.
+// projected in double: q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x; the rows of the wider
+// gates (per-channel rules: d_head logits) below row 0 from weights drawn after all the others, so that
+// every earlier number of the protocol is unchanged. drive() hands a rule the gate rows it reads.
 #include "core/rules/memory_rule.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <stdexcept>
 
 namespace vla::analysis {
 
@@ -38,11 +43,17 @@ template <class Rule, class F> void drive(const Rule& rule, const HeadStream& s,
   using S = typename Rule::storage_t;
   using C = typename Rule::compute_t;
   s.validate();
+  // The gate rows the rule reads (Needs::gate_rows), the stream's first ones.
+  const int g = Rule::needs.gate_rows(s.d);
+  if (s.gate.rows() < g)
+    throw std::invalid_argument(fmt::format("gate: the stream has {} gate rows per token, the rule reads {}", s.gate.rows(), g));
   auto state = rule.init(1, s.d);
   Mat<S> out;
   StepRecord<C> rec;
   for (int t = 0; t < s.T; ++t) {
-    rule.step(state, token_inputs<S>(s, t), out, &rec);
+    HeadInputs<S> in = token_inputs<S>(s, t);
+    if (g > 0) in.gate = Mat<S>(in.gate.topRows(g));
+    rule.step(state, in, out, &rec);
     f(t + 1, state, out, rec);
   }
 }

@@ -47,8 +47,15 @@ JacobianSeries one_series(const JacobianConfig& cfg, const std::string& mixer, i
     LyapunovQR<double> lyap(d);
     drive(rule, stream, [&](int t, auto&, auto&, const StepRecord<double>& rec) {
       const auto& w = rec.writes[0];
-      const Mat<double> M = step_map(w.k_read, w.w, w.decay);
-      const double closed = w.w.size() == d ? rank1_perturbation_norm(w.decay, w.k_read, w.w) : std::abs(w.decay);
+      if (!w.exact)
+        throw std::invalid_argument(fmt::format("--mixers: {}'s step map dS_t/dS_{{t-1}} is not S -> S M for one (d_h, d_h) M "
+                                                "(step {}): the Jacobian analysis does not cover it", mixer, t));
+      // The map's matrix: the rule's own M where it carries one (per-channel decays, a window), else
+      // decay I - k_read w^T, whose norm has the closed form (Table 2's "closed"; for an M, its SVD).
+      const Mat<double> M = w.M.size() ? w.M : step_map(w.k_read, w.w, w.decay);
+      const double closed = w.M.size()      ? svd_norm(M)
+                            : w.w.size() == d ? rank1_perturbation_norm(w.decay, w.k_read, w.w)
+                                              : std::abs(w.decay);
       s.closed.push_back(closed);
       if (t <= cfg.check_steps) {
         const double pw = power_iteration_norm(M), sv = svd_norm(M);

@@ -1,6 +1,7 @@
 #include "analysis/precision_atlas.hpp"
 
 #include "analysis/plot.hpp"
+#include "analysis/rule_zoo.hpp"
 #include "core/io/csv.hpp"
 #include "core/parallel/bytes.hpp"
 
@@ -45,13 +46,28 @@ double AtlasCell::max_out_err() const {
   return m;
 }
 
+namespace {
+// Whether rule m runs with S renormalisation: the rules whose own decay or normalised step bounds S
+// (FALCON's, the gated and slot rules) refuse it, naming --renormalise; the atlas then has no renorm cell
+// for them rather than an error.
+bool takes_renormalisation(const std::string& m, const AtlasConfig& cfg) {
+  try {
+    with_analysis_rule<Precision<double>>(m, apply_policy(cfg.base, "renorm", cfg.renorm_threshold), [](auto) {});
+    return true;
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).find("--renormalise") == std::string::npos) throw;
+    return false;
+  }
+}
+}  // namespace
+
 std::vector<AtlasUnit> atlas_units(const AtlasConfig& cfg) {
   cfg.validate();
   std::vector<AtlasUnit> units;
   for (const auto& m : cfg.mixers) {
     const bool vla = m.rfind("vla", 0) == 0 || m == "rls-classical";
-    for (const auto& pol : cfg.policies)
-      if (vla || pol == cfg.policies.front() || pol == "renorm") units.push_back({m, pol});  // only renorm touches non-VLA rules
+    for (const auto& pol : cfg.policies)  // only renorm touches non-VLA rules
+      if (vla || pol == cfg.policies.front() || (pol == "renorm" && takes_renormalisation(m, cfg))) units.push_back({m, pol});
   }
   return units;
 }

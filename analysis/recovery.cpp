@@ -5,9 +5,13 @@
 #include "core/layers/mixer_layer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
+#include <string_view>
 
 namespace vla::analysis {
 
@@ -86,6 +90,15 @@ void RecoveryConfig::validate() const {
   for (const auto& k : key_kinds) parse_key_kind(k);
   for (const auto& p : precisions) with_precision_in<RecoveryPrecisions>(p, "--precisions", [](auto) {});
   if (!(rls_lambda0 > 0)) throw std::invalid_argument("--rls-lambda0: must be > 0");
+  // The protocol writes keys through phi^-1, so that the rule's feature phi(k) is the family's key, and
+  // reads S phi(k): the rules with the eq. (11) feature map. The others (raw keys, RMSNorm features,
+  // slot memories) would be handed other keys than the family's: not measured here.
+  static constexpr std::array<std::string_view, 9> kRecoverable{"vla",     "vla-v2",   "vla-rls",           "vla-fixed-a", "vla-no-knorm",
+                                                                "vla-key", "rls-classical", "linear-normalised", "deltanet"};
+  for (const auto& m : mixers)
+    if (m != "linear" && std::find(kRecoverable.begin(), kRecoverable.end(), m) == kRecoverable.end())
+      throw std::invalid_argument(fmt::format("--mixers: recovery measures the rules with the eq. (11) feature map, not '{}' "
+                                              "(allowed: linear, {})", m, fmt::join(kRecoverable, ", ")));
   base.penalty.validate();
 }
 

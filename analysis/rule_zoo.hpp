@@ -1,6 +1,7 @@
 #pragma once
-// The rules the analyses compare: every mixer of core/rules/registry.hpp, plus configurations the
-// registry does not name but the paper discusses:
+// The rules the analyses compare: every mixer of core/rules/registry.hpp but softmax, plus configurations
+// the registry does not name but the paper discusses (each analysis may refuse a rule it cannot measure,
+// e.g. the Jacobian one whose step map is not a single right factor, or restrict itself, as recovery):
 //   "rls-classical"  classical RLS (Table 5 / Sec. 7.1): vla-rls gain alpha = A_{t-1}k/(1+k^T A_{t-1} k),
 //                    penalty direction u = k_hat itself (PenaltySource::Key, scale 1), so that
 //                    A_t = (lambda0 I + sum k_hat k_hat^T)^-1 exactly (no refresh).
@@ -8,10 +9,12 @@
 //   "linear-normalised"  linear attention writing v k_hat^T (Remark 1's target).
 #include "core/rules/registry.hpp"
 
+#include <algorithm>
+
 namespace vla::analysis {
 
 inline constexpr std::string_view kAnalysisRuleNames =
-    "vla, vla-v2, vla-rls, vla-fixed-a, vla-no-knorm, vla-key, rls-classical, linear, linear-normalised, deltanet";
+    "every mixer but softmax (vla list mixers), and vla-key, rls-classical, linear-normalised";
 
 // Calls f(rule) (f returns void). Softmax is refused: it has no fixed-size memory S to analyse.
 template <class P, class F> void with_analysis_rule(const std::string& name, const MixerConfig& base, F&& f) {
@@ -33,7 +36,7 @@ template <class P, class F> void with_analysis_rule(const std::string& name, con
   if (name == "softmax")
     throw std::invalid_argument("--mixers: softmax has no fixed-size memory to analyse");
   cfg.mixer = name;
-  if (!(cfg.is_vla() || name == "linear" || name == "deltanet"))
+  if (std::find(Rules::kNames.begin(), Rules::kNames.end(), name) == Rules::kNames.end())
     throw std::invalid_argument(fmt::format("--mixers: unknown rule '{}' (allowed: {})", name, kAnalysisRuleNames));
   with_rule<P>(cfg, [&](auto rule) {
     if constexpr (!std::is_same_v<decltype(rule), SoftmaxRule<P>>) f(std::move(rule));  // refused above

@@ -72,10 +72,17 @@ struct StepStats {
 // i.e. dS_t/dS_{t-1} acts as S -> S (decay I - k_read w^T). For VLA k_read = k_hat, w = alpha_hat,
 // decay = 1 (eq. 14; the paper writes the transpose I - alpha_hat k_hat^T, same singular values).
 // Linear attention has w = 0 (the map is the identity); softmax has no fixed-size memory.
+// Maps of another form: S -> S M with a general M (per-channel decays, a rank-B window) carry M itself;
+// maps that no single right factor describes (one matrix per row of S, or a write that reads the state
+// nonlinearly) are marked not exact, and the analyses that need the map refuse the rule.
 template <class T> struct WriteRecord {
   Vec<T> k_read;   // (d_head) the key the residual reads with
   Vec<T> w;        // (d_head) the write direction (alpha_hat for VLA); empty when there is none
   T decay = T(1);  // scalar decay of the old state (DeltaNet's beta)
+  Mat<T> M = {};   // (d_head, d_head) when the map is S -> S M with M not decay I - k_read w^T (GLA's, MetaLA's
+                   // and GSA's diag(alpha_t); FALCON-3's gamma I - w sum_j x_j x_j^T): M itself; else empty
+  bool exact = true;  // false: no (d_head, d_head) M maps the step (FALCON-2's per-channel rows, MVA's levels
+                      // that write keys read from the memory); the fields above are then a placeholder
 };
 
 template <class T> struct StepRecord {

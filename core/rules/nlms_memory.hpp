@@ -167,7 +167,7 @@ template <class P> struct NlmsMemory : ScalarDecayMemory<P> {
       rec->stats[b].S_fro = memory.frobenius_norm(b);
       rec->stats[b].e_norm = to_double(C(w.e.norm()));
       const bool shared = (w.coef.eta.array() == w.coef.eta(0)).all() && (w.coef.gamma.array() == w.coef.gamma(0)).all();
-      rec->writes[b] = !shared     ? WriteRecord<C>{x, Vec<C>(), C(1)}  // per-row maps: not a WriteRecord (as GLA's)
+      rec->writes[b] = !shared     ? WriteRecord<C>{x, Vec<C>(), C(1), Mat<C>(), false}  // one map per row: no single M
                        : c == C(0) ? WriteRecord<C>{x, Vec<C>(), w.coef.gamma(0)}  // S -> gamma S
                                    : WriteRecord<C>{x, Vec<C>(w.coef.eta(0) * x), w.coef.gamma(0)};  // S -> S (gamma I - x (eta x)^T)
     }

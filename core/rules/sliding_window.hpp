@@ -80,8 +80,8 @@ template <class P> struct SlidingMemory : ScalarDecayMemory<P> {
   // Sequence b's step from the raw projections (d_h each); coefficients(E_bar, B_t) gives the rule's
   // (gamma_t, w_t); c = 1 regression, 0 inner product. Returns o_t. With a record: ||S_t||_F, ||e_t|| of the
   // newest pair, and the map dS_t/dS_{t-1}: S -> gamma S - w c S sum_j x_j x_j^T, which a WriteRecord
-  // holds for c = 0 (S -> gamma S) and for B_t = 1 (S -> S (gamma I - x (w x)^T)); a rank-B_t map is left
-  // as the identity (as GLA's per-channel maps).
+  // holds for c = 0 (S -> gamma S) and for B_t = 1 (S -> S (gamma I - x (w x)^T)); a rank-B_t map is carried
+  // as its matrix M (WriteRecord::M).
   template <class Coefficients>
   Vec<storage_t> step(int b, const NlmsOptions& opt, const Vec<compute_t>& q, const Vec<compute_t>& k, const Vec<compute_t>& v,
                       const compute_t& c, Coefficients&& coefficients, StepRecord<compute_t>* rec) {
@@ -97,9 +97,13 @@ template <class P> struct SlidingMemory : ScalarDecayMemory<P> {
     if (rec) {
       rec->stats[b].S_fro = memory.frobenius_norm(b);
       rec->stats[b].e_norm = to_double(C(Vec<C>(v - c * (S_prev * x)).norm()));
-      rec->writes[b] = c == C(0)          ? WriteRecord<C>{x, Vec<C>(), coef.gamma}
-                       : win.size() == 1 ? WriteRecord<C>{x, Vec<C>(coef.w * x), coef.gamma}
-                                         : WriteRecord<C>{x, Vec<C>(), C(1)};
+      if (c == C(0)) rec->writes[b] = WriteRecord<C>{x, Vec<C>(), coef.gamma};
+      else if (win.size() == 1) rec->writes[b] = WriteRecord<C>{x, Vec<C>(coef.w * x), coef.gamma};
+      else {  // S -> S (gamma I - w sum_j x_j x_j^T): a rank-B_t perturbation, carried as M
+        Mat<C> M = Mat<C>::Identity(x.size(), x.size()) * coef.gamma;
+        for (const auto& p : win.pairs) M.noalias() -= (coef.w * p.x) * p.x.transpose();
+        rec->writes[b] = WriteRecord<C>{x, Vec<C>(), C(1), std::move(M)};
+      }
     }
     return o;
   }

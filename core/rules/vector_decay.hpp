@@ -63,7 +63,7 @@ template <class P> struct VectorDecayMemory : ScalarDecayMemory<P> {
     const Vec<storage_t> o = cast_vector<storage_t>(Vec<C>(cast_matrix<C>(memory.S(b)) * q));
     if (rec) {
       rec->stats[b].S_fro = memory.frobenius_norm(b);
-      rec->writes[b] = WriteRecord<C>{k, Vec<C>(), C(1)};  // dS_t/dS_{t-1}: S -> S diag(alpha_t), not a scalar decay
+      rec->writes[b] = WriteRecord<C>{k, Vec<C>(), C(1), Mat<C>(alpha.asDiagonal())};  // dS_t/dS_{t-1}: S -> S diag(alpha_t)
     }
     return o;
   }

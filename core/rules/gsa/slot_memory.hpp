@@ -117,7 +117,9 @@ template <class P> struct SlotMemory {
     if (rec) {
       rec->stats[b].S_fro = memory.frobenius_norm(b);
       rec->stats[b].e_norm = to_double(kk.norm());
-      rec->writes[b] = WriteRecord<C>{kappa, Vec<C>(), C(1)};  // the key every memory writes; dS_t/dS_{t-1}: S -> S diag(alpha_t)
+      // kappa: the key every memory writes. With one level each memory maps S -> S diag(alpha_t); with more,
+      // level i + 1 writes a key read from level i's memory, so dS_t/dS_{t-1} is no longer that map.
+      rec->writes[b] = WriteRecord<C>{kappa, Vec<C>(), C(1), Mat<C>(alpha.asDiagonal()), c == 1};
     }
     return cast_vector<S>(o);
   }
