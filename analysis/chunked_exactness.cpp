@@ -3,6 +3,7 @@
 #include "core/feature_map.hpp"
 #include "core/rules/additive_chunked.hpp"
 #include "core/rules/delta_chunked.hpp"
+#include "core/rules/delta/rule.hpp"
 #include "core/rules/deltanet/rule.hpp"
 #include "core/rules/falcon2/chunked.hpp"
 #include "core/rules/falcon2/rule.hpp"
@@ -99,6 +100,10 @@ template <class T> Mat<T> chunked_outputs(const std::string& rule, const HeadStr
   const Mat<T> fk = phi_rows(k);
   Mat<T> k_hat(s.T, s.d);
   for (int t = 0; t < s.T; ++t) k_hat.row(t) = unit(Vec<T>(fk.row(t).transpose())).transpose();
+  if (rule == "delta") {  // the classic delta rule: a = c = 1, b = beta_t = 2 sigmoid(g_0) in (0, 2)
+    const Vec<T> beta = gate.unaryExpr([](const T& s) { return T(T(2) * s); });
+    return delta_chunked<T>(phi_rows(q), k_hat, fk, v, DeltaCoefficients<T>{Vec<T>::Ones(s.T), beta, Vec<T>::Ones(s.T)}, chunk, true, eps).O;
+  }
   if (rule == "gated-deltanet") {  // a = c = alpha_t = sigmoid(g_0), b = beta_t = sigmoid(g_1)
     Vec<T> beta(s.T);
     for (int t = 0; t < s.T; ++t) beta(t) = sigmoid(scalar_cast<T>(s.gate(1, t)));
@@ -119,6 +124,7 @@ template <class T> Mat<T> recurrent_outputs(const std::string& rule, const HeadS
   if (rule == "gla") return rule_outputs<T>(GlaRule<P>(), s);
   if (rule == "metala") return rule_outputs<T>(MetaLaRule<P>(), s);
   if (rule == "gated-deltanet") return rule_outputs<T>(GatedDeltaNetRule<P>(), s);
+  if (rule == "delta") return rule_outputs<T>(DeltaRule<P>(), s);
   if (rule == "falcon2") return rule_outputs<T>(Falcon2Rule<P>(), s);
   if (rule == "falcon2a") return rule_outputs<T>(Falcon2aRule<P>(), s);
   return rule_outputs<T>(DeltaNetRule<P>(), s);

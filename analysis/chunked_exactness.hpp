@@ -17,8 +17,8 @@
 namespace vla::analysis {
 
 // The rules with a chunkwise form.
-inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "gated-deltanet", "gla", "metala",
-                                                    "falcon2", "falcon2a", "vla"};
+inline const std::vector<std::string> kChunkedRules{"linear", "retnet", "mamba2", "deltanet", "delta", "gated-deltanet", "gla",
+                                                    "metala", "falcon2", "falcon2a", "vla"};
 
 // d x T inputs N(0, 1) (q, k, v and VLA's u), gate logits N(2, 1) (sigmoid ~ 0.88: decays that matter over
 // a chunk), max(d, 2) of them per token (row 0 the scalar gates, rows 0-1 Gated DeltaNet's, all GLA's and

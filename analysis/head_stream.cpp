@@ -35,21 +35,13 @@ void HeadStream::validate() const {
 HeadStream random_head_stream(int d_head, int T, std::uint64_t seed, int rank) {
   check_sizes(d_head, T, rank);
   HeadStream s{d_head, T, rank, {}, {}, {}, {}, {}};
-  const auto w = protocol_weights<double>(d_head, seed, rank);
+  const auto w = protocol_weights<double>(d_head, seed, rank, std::max(d_head, 2));  // every gate width a rule reads
   const Mat<double> X = protocol_inputs(T, d_head, seed).transpose();  // (d_model, T)
   s.q = w.Wq * X;
   s.k = w.Wk * X;
   s.v = w.Wv * X;
   s.u = w.Wu * s.k;
-  s.gate = w.Wg * X;  // (1, T)
-  // Rows 1 .. max(d, 2) - 1 for the wider gates: from their own generator (seed-derived), N(0, 1/d)
-  // weights as W_g's, so that row 0 and everything above are the protocol's as before.
-  std::mt19937_64 gen(seed ^ 0x9e3779b97f4a7c15ULL);
-  std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(double(d_head)));
-  Mat<double> Wg_more(std::max(d_head, 2) - 1, d_head);
-  for (auto& e : Wg_more.reshaped()) e = n(gen);
-  s.gate.conservativeResize(Wg_more.rows() + 1, Eigen::NoChange);
-  s.gate.bottomRows(Wg_more.rows()) = Wg_more * X;
+  s.gate = w.Wg * X;  // (max(d, 2), T): row 0 the scalar gate, the rows below for the wider gates
   s.validate();
   return s;
 }

@@ -4,9 +4,9 @@
 // from the recurrence alone, not from the projections.
 //
 // random_head_stream is the Sec. 6.2 / Fig. 4 random-input protocol (analysis/random_protocol.hpp)
-// projected in double: q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x; the rows of the wider
-// gates (per-channel rules: d_head logits) below row 0 from weights drawn after all the others, so that
-// every earlier number of the protocol is unchanged. drive() hands a rule the gate rows it reads.
+// projected in double: q = W_q x, k = W_k x, v = W_v x, u = W_u k, gate = W_g x with max(d_head, 2) rows of
+// W_g (protocol_weights: the rows below row 0 drawn after all the others, so that every earlier number
+// of the protocol is unchanged). drive() hands a rule the gate rows it reads.
 #include "core/rules/memory_rule.hpp"
 
 #include <fmt/format.h>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -38,9 +39,10 @@ ProtocolTrajectories protocol_trajectories(const RandomProtocol& p, std::string_
     MixerConfig mc = p.base;
     mc.mixer = m;
     const LayerShape shape{p.d_head, p.d_head, 1, mc.penalty.rank};
+    const int gate_rows = std::max(1, rule_needs(mc).gate_rows(p.d_head));  // per-channel rules: d_head rows
     auto& per_seed = out.emplace_back();
     for (auto seed : p.seeds)
-      per_seed.push_back(layer_forward(precision, mc, shape, protocol_weights<double>(p.d_head, seed, mc.penalty.rank),
+      per_seed.push_back(layer_forward(precision, mc, shape, protocol_weights<double>(p.d_head, seed, mc.penalty.rank, gate_rows),
                                        protocol_inputs(p.T, p.d_head, seed))
                              .trace);  // B = H = 1: one entry per step
   }

@@ -11,7 +11,9 @@
 #include "core/layers/mixer_layer.hpp"
 #include "core/rules/registry.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,9 +33,22 @@ struct RandomProtocol {
   void validate() const;
 };
 
-// The weights of seed `seed` for a single head of width d_head (penalty rank `rank`), in T.
-template <class T> MixerWeights<T> protocol_weights(int d_head, std::uint64_t seed, int rank = 1) {
-  return random_weights<T>(LayerShape{d_head, d_head, 1, rank}, Needs{.penalty = true, .gate = true}, seed);
+// The weights of seed `seed` for a single head of width d_head (penalty rank `rank`), in T, with
+// `gate_rows` rows of W_g: row 0 as every rule with a scalar gate reads it; the rows below it for the
+// wider gates (Needs::gate_rows: 2, or d_head per-channel logits) from their own generator
+// (seed-derived), N(0, 1/d_head) as W_g's, so that every number drawn before is unchanged.
+template <class T> MixerWeights<T> protocol_weights(int d_head, std::uint64_t seed, int rank = 1, int gate_rows = 1) {
+  MixerWeights<double> w = random_weights<double>(LayerShape{d_head, d_head, 1, rank}, Needs{.penalty = true, .gate = true}, seed);
+  if (gate_rows > 1) {
+    std::mt19937_64 gen(seed ^ 0x9e3779b97f4a7c15ULL);
+    std::normal_distribution<double> n(0.0, 1.0 / std::sqrt(double(d_head)));
+    Mat<double> more(gate_rows - 1, d_head);
+    for (auto& e : more.reshaped()) e = n(gen);
+    w.Wg.conservativeResize(gate_rows, Eigen::NoChange);
+    w.Wg.bottomRows(gate_rows - 1) = more;
+    if (w.bg.size()) w.bg.conservativeResize(gate_rows);
+  }
+  return w.template cast<T>();
 }
 
 // The inputs of seed `seed`: (T, d_head), row t-1 is x_t, drawn from seed + 1 in row order.
