@@ -25,10 +25,13 @@ using parallel::ByteWriter;
 enum : std::uint64_t { kBatch = 1, kFinish = 2 };  // what the root broadcasts
 
 // Raw bytes of a vector of PODs, length-prefixed by ByteWriter::str (same binary on every rank).
-template <class T> std::string pod_bytes(const T* p, std::size_t n) { return std::string(reinterpret_cast<const char*>(p), n * sizeof(T)); }
+// An empty vector or tensor may have no storage at all (data() == nullptr): no copy then.
+template <class T> std::string pod_bytes(const T* p, std::size_t n) {
+  return n ? std::string(reinterpret_cast<const char*>(p), n * sizeof(T)) : std::string();
+}
 template <class T> void pod_read(const std::string& s, T* p, std::size_t n, const char* what) {
   if (s.size() != n * sizeof(T)) throw std::runtime_error(fmt::format("data parallel: {} has {} bytes, expected {}", what, s.size(), n * sizeof(T)));
-  std::memcpy(p, s.data(), s.size());
+  if (n) std::memcpy(p, s.data(), s.size());
 }
 
 void write_ints(ByteWriter& w, const std::vector<std::vector<int>>& rows) {
