@@ -37,23 +37,29 @@ template <class S> HeadInputs<S> token_inputs(const HeadStream& s, int t) {
   return in;
 }
 
+// The inputs of token t as `Rule` reads them: token_inputs with the stream's first gate rows, as many as
+// the rule reads (Needs::gate_rows); throws naming the gate when the stream has fewer.
+template <class Rule> HeadInputs<typename Rule::storage_t> rule_inputs(const HeadStream& s, int t) {
+  using S = typename Rule::storage_t;
+  const int g = Rule::needs.gate_rows(s.d);
+  if (s.gate.rows() < g)
+    throw std::invalid_argument(fmt::format("gate: the stream has {} gate rows per token, the rule reads {}", s.gate.rows(), g));
+  HeadInputs<S> in = token_inputs<S>(s, t);
+  if (g > 0) in.gate = Mat<S>(in.gate.topRows(g));
+  return in;
+}
+
 // Runs `rule` over the stream, one sequence; calls f(t, state, out, record) after each step
 // (t 1-based, out (d, 1) in storage, record in compute type).
 template <class Rule, class F> void drive(const Rule& rule, const HeadStream& s, F&& f) {
   using S = typename Rule::storage_t;
   using C = typename Rule::compute_t;
   s.validate();
-  // The gate rows the rule reads (Needs::gate_rows), the stream's first ones.
-  const int g = Rule::needs.gate_rows(s.d);
-  if (s.gate.rows() < g)
-    throw std::invalid_argument(fmt::format("gate: the stream has {} gate rows per token, the rule reads {}", s.gate.rows(), g));
   auto state = rule.init(1, s.d);
   Mat<S> out;
   StepRecord<C> rec;
   for (int t = 0; t < s.T; ++t) {
-    HeadInputs<S> in = token_inputs<S>(s, t);
-    if (g > 0) in.gate = Mat<S>(in.gate.topRows(g));
-    rule.step(state, in, out, &rec);
+    rule.step(state, rule_inputs<Rule>(s, t), out, &rec);
     f(t + 1, state, out, rec);
   }
 }

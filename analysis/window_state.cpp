@@ -17,12 +17,9 @@ using P50 = Precision<mp50>;
 
 // The rule stepped over tokens [from, to) of s from `state`: the outputs as rows.
 template <class Rule> Mat<mp50> run_from(const Rule& rule, typename Rule::State& state, const HeadStream& s, int from, int to) {
-  const int g = Rule::needs.gate_rows(s.d);
   Mat<mp50> O(to - from, s.d), out;
   for (int t = from; t < to; ++t) {
-    HeadInputs<mp50> in = token_inputs<mp50>(s, t);
-    in.gate = Mat<mp50>(in.gate.topRows(g));
-    rule.step(state, in, out, nullptr);
+    rule.step(state, rule_inputs<Rule>(s, t), out, nullptr);
     O.row(t - from) = out.col(0).transpose();
   }
   return O;

@@ -34,15 +34,10 @@ JacobianConfig small_jacobian(const std::string& mixer) {
 // the map the rule records (WriteRecord: M, or decay I - k_read w^T) on the protocol's stream, in double.
 template <class Rule> double recorded_map_error(const Rule& rule, int d, int steps) {
   const HeadStream s = random_head_stream(d, steps + 1, 42);
-  const int g = Rule::needs.gate_rows(d);
   auto st = rule.init(1, d);
   Mat<double> out;
   StepRecord<double> rec;
-  auto inputs = [&](int t) {
-    HeadInputs<double> in = token_inputs<double>(s, t);
-    if (g > 0) in.gate = Mat<double>(in.gate.topRows(g));
-    return in;
-  };
+  auto inputs = [&](int t) { return rule_inputs<Rule>(s, t); };
   for (int t = 0; t < steps; ++t) rule.step(st, inputs(t), out, nullptr);
   std::mt19937_64 gen(5);
   std::normal_distribution<double> nd(0.0, 1.0);
