@@ -5,6 +5,9 @@
 #ifdef VLA_HAVE_CUDA
 #include "gpu/train/trainer.hpp"
 #endif
+#ifdef VLA_HAVE_NCCL
+#include "gpu/train/data_parallel.hpp"
+#endif
 
 #include <fmt/format.h>
 
@@ -13,13 +16,27 @@
 
 namespace vla::cli {
 
+// "cpu", "cuda" (one GPU) or "cuda:N" (one model data-parallel over GPUs 0 .. N - 1, gpu/train/data_parallel.hpp).
 inline train::Device training_device(const std::string& name) {
   if (name == "cpu") return train::cpu_device();
-  if (name != "cuda") throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda)", name));
+  [[maybe_unused]] int gpus = 1;  // read only where this build has the CUDA path
+  if (name.rfind("cuda:", 0) == 0) {
+    const std::string n = name.substr(5);
+    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+      throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda, cuda:N with N >= 1 GPUs)", name));
+    gpus = std::stoi(n);
+  } else if (name != "cuda") {
+    throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda, cuda:N with N >= 1 GPUs)", name));
+  }
 #ifdef VLA_HAVE_CUDA
-  return gpu::train::cuda_device();
+  if (gpus == 1) return gpu::train::cuda_device();
+#ifdef VLA_HAVE_NCCL
+  return gpu::train::cuda_data_parallel_device(gpus);
 #else
-  throw std::invalid_argument("--device: cuda is not available, this build has no CUDA path (nvcc was not found)");
+  throw std::invalid_argument(fmt::format("--device: {} is not available, this build has no NCCL (data parallel over GPUs needs it)", name));
+#endif
+#else
+  throw std::invalid_argument(fmt::format("--device: {} is not available, this build has no CUDA path (nvcc was not found)", name));
 #endif
 }
 

@@ -16,6 +16,23 @@ inline void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(fmt::format("CUDA error in {}: {}", what, cudaGetErrorString(err)));
 }
 
+// Makes `device` the calling thread's current GPU for a scope, and the previous one current again after
+// it: an object built on one GPU (its buffers, stream and cuBLAS handle belong to that GPU) can then be
+// used from any host thread, on a machine with several.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // A device array of n floats.
 class DeviceBuffer {
  public:

@@ -270,12 +270,13 @@ void run_step_check(const StepCheckArgs& a) {
 }  // namespace
 
 namespace vla::cli {
-void add_bench_chunked_vla(CLI::App& bench);  // cli/commands/bench_chunked_vla.cpp
+void add_bench_chunked_vla(CLI::App& bench);    // cli/commands/bench_chunked_vla.cpp
+void add_bench_data_parallel(CLI::App& bench);  // cli/commands/bench_data_parallel.cpp
 }
 
 namespace {
 
-const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention, step-check, chunked-vla)", [](CLI::App& app) {
+const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention, step-check, chunked-vla, data-parallel)", [](CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   app.require_subcommand(1);
   auto* att = app.add_subcommand("attention", "time the fused recurrent kernels and the toolkit softmax (forward, forward+backward) on the GPU");
@@ -297,6 +298,7 @@ const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention
   sc->add_option("--reps", sc_args->reps, "timed runs with and without the check (median reported)");
   sc->final_callback([sc_args] { run_step_check(*sc_args); });
   vla::cli::add_bench_chunked_vla(app);
+  vla::cli::add_bench_data_parallel(app);
 }};
 
 }  // namespace

@@ -132,7 +132,7 @@ const vla::cli::RegisterCommand reg{
       auto* pl = app.add_subcommand("plan", "the distinct runs `run` would train (ids or all), where, and a rough time");
       pl->add_option("ids", a->ids, "study ids or all")->required();
       pl->add_flag("--quick", a->opt.quick, "plan the --quick size");
-      pl->add_option("--device", a->opt.device, "cpu | cuda")->capture_default_str();
+      pl->add_option("--device", a->opt.device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
       vla::cli::add_list_option(*pl, "--seeds", a->opt.seeds, "seeds for every study");
       vla::cli::add_list_option(*pl, "--pairs", a->opt.recipe_pairs, "recipe-sensitivity, recipe-capacity: only these MQAR n");
       pl->add_flag("--gpu-only", a->gpu_only, "cuda: leave out the runs the GPU has no kernel for");
@@ -148,7 +148,9 @@ const vla::cli::RegisterCommand reg{
                                           "data/, plots/)");
       r->add_option("ids", a->ids, "study ids (vla study list) or all")->required();
       r->add_flag("--quick", a->opt.quick, "the CI smoke size (widths / 4, steps / 100, two seeds): NOT the paper's result");
-      r->add_option("--device", a->opt.device, "cpu | cuda: where the training runs go (runs the GPU has no kernel for go to the CPU)")
+      r->add_option("--device", a->opt.device, "cpu | cuda: where the training runs go (cuda: spread over every visible GPU; "
+                                               "runs the GPU has no kernel for go to the CPU)")
+          ->check(CLI::IsMember({"cpu", "cuda"}))
           ->capture_default_str();
       vla::cli::add_list_option(*r, "--seeds", a->opt.seeds, "seeds for every study (default: each study's, 42,123,999 for the paper's)");
       r->add_option("--out", a->opt.out, "output folder: OUT/<id>/ per study")->capture_default_str();

@@ -7,7 +7,8 @@
 // every run after its current step with a resumable checkpoint and a consistent log.
 // `mpirun -np N vla train --data-parallel ...` spreads each batch over N CPU processes
 // (core/train/data_parallel.hpp): rank 0 runs the loop and writes the files, the others compute shards;
-// the result is the one-process run, bit for bit.
+// the result is the one-process run, bit for bit. `--device cuda:N` trains each run data-parallel over N
+// GPUs of this host (gpu/train/data_parallel.hpp).
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
@@ -92,8 +93,9 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--out", a->out, "output folder");
       app.add_option("--resume", a->resume, "continue the run in this folder, or the runs in its subfolders (the other "
                                             "options come from the checkpoints)");
-      auto* dev = app.add_option("--device", a->device, "cpu | cuda (cuda: fp32 on the GPU, several runs concurrently). "
-                                                         "With --resume: default the runs' device; another one is refused")
+      auto* dev = app.add_option("--device", a->device, "cpu | cuda | cuda:N (cuda: fp32 on the GPU, several runs concurrently, "
+                                                         "spread over the visible GPUs; cuda:N: each run data-parallel over GPUs 0..N-1, "
+                                                         "NCCL). With --resume: default the runs' device; another one is refused")
                       ->capture_default_str();
       app.add_flag("--data-parallel", a->data_parallel,
                    "under mpirun: each batch's shards over the ranks (CPU), the one-process run bit for bit; rank 0 writes");

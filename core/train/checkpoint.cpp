@@ -49,11 +49,12 @@ std::vector<TensorShape> param_shapes(const model::ModelConfig& m) {
   return s;
 }
 
-// A device name as the trainer records it ("cpu", "cuda"): lower-case letters, digits, '-', '_'.
+// A device name as the trainer records it ("cpu", "cuda", "cuda:2"): lower-case letters, digits, '-',
+// '_', ':'.
 bool is_device_name(std::string_view s) {
   if (s.empty() || s.size() > 32) return false;
   for (const char ch : s)
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')) return false;
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == ':')) return false;
   return true;
 }
 

@@ -48,6 +48,7 @@ struct GpuModel::Impl {
   long adam_step = 0;
   cublasHandle_t blas = nullptr;
   cudaStream_t stream = nullptr;          // every launch, copy and GEMM of this model runs on it
+  int device = 0;                          // the GPU that holds all of the above
   // Activations for the current (B, T). Shapes: N = B T rows, d = d_model, H heads of dh (hd = H dh),
   // F = ffn, V = vocab; "row layout" (N, hd) is (B, T, H, dh), the recurrent kernels' layout (B, H, T, dh).
   int B = 0, T = 0, N = 0;
@@ -172,6 +173,7 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   auto& m = *impl_;
   m.cfg = cfg;
   m.stream = stream;
+  check(cudaGetDevice(&m.device), "cudaGetDevice");
   m.softmax = is_softmax(cfg.mixer);
   if (!m.softmax) m.kind = kind_of(cfg.mixer);
   m.gated = gpu_kernel_of(cfg.mixer).gated;
@@ -196,7 +198,10 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
 }
 
 GpuModel::~GpuModel() {
-  if (impl_ && impl_->blas) cublasDestroy(impl_->blas);
+  if (!impl_) return;
+  DeviceGuard on(impl_->device);  // the buffers are freed on their own GPU
+  if (impl_->blas) cublasDestroy(impl_->blas);
+  impl_.reset();
 }
 
 namespace {
@@ -218,9 +223,13 @@ void upload_like(const GpuModel::Impl& m, DeviceBuffer& buf, const Params<float>
 }
 }  // namespace
 
-void GpuModel::set_params(const Params<float>& p) { upload_like(*impl_, impl_->P, p, "set_params"); }
+void GpuModel::set_params(const Params<float>& p) {
+  DeviceGuard on(impl_->device);
+  upload_like(*impl_, impl_->P, p, "set_params");
+}
 
 void GpuModel::set_adam_moments(const Params<float>& m, const Params<float>& v, long step) {
+  DeviceGuard on(impl_->device);
   if (step < 0) throw std::invalid_argument(fmt::format("GpuModel::set_adam_moments: step must be >= 0, got {}", step));
   upload_like(*impl_, impl_->M, m, "set_adam_moments");
   upload_like(*impl_, impl_->V, v, "set_adam_moments");
@@ -243,10 +252,18 @@ Params<float> layout_of(const GpuModel::Impl& m) {
 }
 }  // namespace
 
-Params<float> GpuModel::params() const { return download_like(*impl_, impl_->P, layout_of(*impl_)); }
-Params<float> GpuModel::grads() const { return download_like(*impl_, impl_->G, layout_of(*impl_)); }
+Params<float> GpuModel::params() const {
+  DeviceGuard on(impl_->device);
+  return download_like(*impl_, impl_->P, layout_of(*impl_));
+}
+Params<float> GpuModel::grads() const {
+  DeviceGuard on(impl_->device);
+  return download_like(*impl_, impl_->G, layout_of(*impl_));
+}
+GpuModel::DeviceArray GpuModel::gradient() { return {impl_->G.get(), impl_->G.size(), impl_->stream, impl_->device}; }
 
 long GpuModel::adam_moments(Params<float>& mo, Params<float>& vo) const {
+  DeviceGuard on(impl_->device);
   const Params<float> layout = layout_of(*impl_);
   mo = download_like(*impl_, impl_->M, layout);
   vo = download_like(*impl_, impl_->V, layout);
@@ -446,6 +463,7 @@ GpuBatchResult GpuModel::Impl::head_forward(double scale, int total_targets) {
   for (int n = 0; n < N; ++n) { loss += ce_h[n]; right += corr[n]; }  // rows with no target hold 0
   r.loss = loss * scale;
   r.targets = total_targets;
+  r.correct = right;
   r.accuracy = double(right) / std::max(1, total_targets);
   return r;
 }
@@ -485,11 +503,14 @@ void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
 }
 
 // The model (core/model/transformer.hpp's order): embedding, blocks, head; then the backward in reverse.
-GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool backward) {
+GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool backward, int step_targets) {
   using namespace model;
   auto& m = *impl_;
+  DeviceGuard on(m.device);
+  if (step_targets < 0)
+    throw std::invalid_argument(fmt::format("GpuModel::forward_backward: step_targets must be >= 0, got {}", step_targets));
   const int total_targets = m.upload_batch(batch);
-  const double scale = 1.0 / std::max(1, total_targets);
+  const double scale = 1.0 / std::max(1, step_targets > 0 ? step_targets : total_targets);
   const RecurrentParams rp = m.rparams();
 
   // ---- forward ----
@@ -522,6 +543,7 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
 
 double GpuModel::grad_norm() const {
   auto& m = *impl_;
+  DeviceGuard on(m.device);
   double* part = reinterpret_cast<double*>(m.partials.get());
   check_launch(sum_squares_partials(m.G.get(), (long long)m.G.size(), part, m.stream), "sum_squares");
   std::vector<double> h(kSumSqBlocks);
@@ -532,8 +554,14 @@ double GpuModel::grad_norm() const {
   return std::sqrt(s);
 }
 
+void GpuModel::synchronize() const {
+  DeviceGuard on(impl_->device);
+  check(cudaStreamSynchronize(impl_->stream), "GpuModel (sync)");
+}
+
 void GpuModel::adamw_step(const vla::train::AdamWConfig& c, double lr, double gscale) {
   auto& m = *impl_;
+  DeviceGuard on(m.device);
   m.adam_step += 1;
   // As core/train/adamw.hpp: bias corrections in double, every factor rounded to float once.
   const double bc1 = 1.0 - std::pow(c.beta1, double(m.adam_step)), bc2 = 1.0 - std::pow(c.beta2, double(m.adam_step));

@@ -21,9 +21,10 @@
 namespace vla::gpu::train {
 
 struct GpuBatchResult {
-  double loss = 0.0;      // mean CE over the batch's targets
+  double loss = 0.0;      // CE summed over the batch's targets / step_targets (default: the batch's mean)
   double accuracy = 0.0;  // exact match per target position
-  int targets = 0;
+  int targets = 0;        // positions with a target in this batch
+  int correct = 0;        // of those, predicted exactly (accuracy = correct / targets)
   // (L) with backward (a training step), as the CPU's batch_gradient: batch mean of the per-sequence
   // mean over heads of ||S_T||_F, ||A_T||_F after the last token (the fused forward kernel's stats);
   // NaN for softmax (no state) and A for linear/deltanet (no A). Without backward: empty.
@@ -35,6 +36,8 @@ class GpuModel {
   // Throws std::invalid_argument (naming the parameter) for a configuration the GPU path lacks.
   // stream: every kernel, copy and GEMM of this model runs on it (one stream per model lets several
   // independent runs share a GPU; null = the legacy default stream).
+  // The model lives on the GPU current at construction (its buffers, stream and cuBLAS handle); every
+  // member makes that GPU current for its duration, so any host thread may call it.
   GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p, cudaStream_t stream = nullptr);
   ~GpuModel();
   GpuModel(const GpuModel&) = delete;
@@ -45,14 +48,28 @@ class GpuModel {
   model::Params<float> grads() const;  // the last forward_backward's mean gradient
 
   // Loss and accuracy of the batch; with backward, the mean gradient into the gradient array.
-  GpuBatchResult forward_backward(const vla::train::Batch& b, bool backward = true);
+  // step_targets: the number of targets the loss and the gradient are averaged over; 0 = this batch's own.
+  // A part of a data-parallel step passes the whole step's count, so that the parts' losses and
+  // gradients add up to the step's mean (gpu/train/data_parallel.hpp).
+  GpuBatchResult forward_backward(const vla::train::Batch& b, bool backward = true, int step_targets = 0);
   double grad_norm() const;  // global L2 norm of the gradient (double sum of per-block double partials)
+  void synchronize() const;  // waits for everything queued on the model's stream
   // One AdamW update (core/train/adamw.hpp) with the gradient scaled by gscale (the global-norm clip).
   void adamw_step(const vla::train::AdamWConfig& c, double lr, double gscale);
   // The AdamW moments (into m, v, in the parameters' layout) and the number of updates applied, for a
   // checkpoint; and back (the step count sets the bias corrections of the next update).
   long adam_moments(model::Params<float>& m, model::Params<float>& v) const;
   void set_adam_moments(const model::Params<float>& m, const model::Params<float>& v, long step);
+
+  // The flat gradient array on the model's GPU (n floats, written by forward_backward on stream), for
+  // a collective that reduces it in place between replicas (gpu/train/data_parallel.cpp).
+  struct DeviceArray {
+    float* data;
+    std::size_t n;
+    cudaStream_t stream;
+    int device;
+  };
+  DeviceArray gradient();
 
   struct Impl;
 

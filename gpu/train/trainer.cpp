@@ -3,11 +3,15 @@
 
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
+#include "gpu/train/gpu_engine.hpp"
 #include "gpu/train/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace vla::gpu::train {
 
@@ -18,54 +22,52 @@ void require_device() {
   if (device_count() == 0) throw std::runtime_error("no CUDA device visible: GPU training needs one (use `vla train` on the CPU)");
 }
 
-class GpuEngine final : public vla::train::StepEngine {
+// The runs of this process on each visible GPU. A run starts on the GPU with the fewest (the lowest
+// index among equals), so concurrent runs, also those that sweep workers start one at a time, spread
+// evenly over every GPU; with one GPU every run is on GPU 0.
+class GpuLoad {
  public:
-  GpuEngine(const vla::train::TrainConfig& c, cudaStream_t stream)
-      : m_(c.model, model::init_params<float>(c.model, c.seed), stream), stream_(stream) {}
-  vla::train::BatchResult forward(const vla::train::Batch& b, bool gradient) override {
-    GpuBatchResult r = m_.forward_backward(b, gradient);
-    return {r.loss, r.accuracy, std::move(r.S_fro), std::move(r.A_fro), {}};
+  int acquire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (runs_.empty()) runs_.assign(std::size_t(std::max(1, device_count())), 0);
+    const auto it = std::min_element(runs_.begin(), runs_.end());
+    ++*it;
+    return int(it - runs_.begin());
   }
-  double grad_norm(std::string* nonfinite_tensor) override {
-    const double n = m_.grad_norm();
-    if (!std::isfinite(n)) *nonfinite_tensor = "gradient";  // one fused reduction: the tensor is not known
-    return n;
-  }
-  void apply(const vla::train::AdamWConfig& c, double lr, double clip_scale) override {
-    m_.adamw_step(c, lr, clip_scale);
-    // The loop times the step: wait for the update (the next forward would wait for it anyway).
-    check(cudaStreamSynchronize(stream_), "train step (sync)");
-  }
-  void export_state(model::Params<float>& p, vla::train::AdamWState<float>& opt) const override {
-    p = m_.params();
-    opt.step = m_.adam_moments(opt.m, opt.v);
-  }
-  void import_state(const model::Params<float>& p, const vla::train::AdamWState<float>& opt) override {
-    m_.set_params(p);
-    m_.set_adam_moments(opt.m, opt.v, opt.step);
+  void release(int device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --runs_[std::size_t(device)];
   }
 
  private:
-  GpuModel m_;
-  cudaStream_t stream_;
+  std::mutex mu_;
+  std::vector<int> runs_;
 };
+GpuLoad& gpu_load() {
+  static GpuLoad load;
+  return load;
+}
 
-// Runs job(i, cuda_device(stream i)) for i < n, each on its own host thread and non-blocking stream;
-// rethrows the first run's error once all have ended.
+// Runs job(i, cuda_device(stream i)) for i < n, each on its own host thread and non-blocking stream, on
+// the least loaded GPU (a run computes the same bits on any GPU of the same kind); rethrows the first
+// run's error once all have ended.
 void run_concurrently(std::size_t n, const vla::train::Device::Job& job) {
   require_device();
   std::vector<std::exception_ptr> err(n);
   std::vector<std::thread> pool;
   for (std::size_t i = 0; i < n; ++i)
     pool.emplace_back([&, i] {
+      const int gpu = gpu_load().acquire();
       cudaStream_t s = nullptr;
       try {
+        check(cudaSetDevice(gpu), "cudaSetDevice");  // this thread's stream, model and cuBLAS handle live there
         check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
         job(i, cuda_device(s));
       } catch (...) {
         err[i] = std::current_exception();
       }
       if (s) cudaStreamDestroy(s);
+      gpu_load().release(gpu);
     });
   for (auto& t : pool) t.join();
   for (auto& e : err)
@@ -81,7 +83,7 @@ vla::train::Device cuda_device(cudaStream_t stream) {
   d.make = [stream](const vla::train::TrainConfig& c, const vla::train::RunOptions&) -> std::unique_ptr<vla::train::StepEngine> {
     validate_gpu_config(c.model);
     require_device();
-    return std::make_unique<GpuEngine>(c, stream);
+    return std::make_unique<GpuEngine<GpuModel>>(c, stream);
   };
   d.run_many = run_concurrently;
   return d;

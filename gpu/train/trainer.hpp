@@ -17,9 +17,10 @@ using GpuTrainResult = vla::train::TrainResult;
 // The device "cuda": each engine's kernels, copies and GEMMs go to `stream` (null: the legacy default
 // stream). check (and make()) rejects, naming the parameter, a configuration without a GPU path
 // (validate_gpu_config); make() with no CUDA device visible says so, before the loop writes anything.
-// Many runs (vla::train::train_many / resume_many) share one GPU in one process: one host thread and one
+// Many runs (vla::train::train_many / resume_many) share the GPUs in one process: one host thread and one
 // non-blocking CUDA stream per run, so one run's kernels fill the gaps of another's (a single run of the
-// small model leaves the GPU mostly idle: its step is ~40 small launches and host round trips). Each run
+// small model leaves the GPU mostly idle: its step is ~40 small launches and host round trips), each run
+// on the GPU that has the fewest runs of this process when it starts (every visible GPU is used). Each run
 // computes exactly what it computes alone (its own buffers, cuBLAS handle and stream; no atomics), which
 // tests/gpu/test_gpu_train.cpp checks bit for bit.
 vla::train::Device cuda_device(cudaStream_t stream = nullptr);

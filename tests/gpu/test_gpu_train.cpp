@@ -6,6 +6,7 @@
 #include "gpu/device_query.hpp"
 #include "gpu/train/model.hpp"
 #include "gpu/train/trainer.hpp"
+#include "tests/gpu/train_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,71 +17,7 @@
 #include <fstream>
 #include <iterator>
 
-namespace {
-
-using vla::model::ModelConfig;
-using vla::model::Params;
-
-constexpr double kU = 5.9604644775390625e-08;  // fp32 unit roundoff 2^-24
-
-ModelConfig small_model(const std::string& mixer) {
-  ModelConfig c;
-  c.d_model = 32; c.heads = 2; c.d_head = 16; c.ffn = 64; c.layers = 2;  // vocab 128 (the tasks' vocabulary)
-  c.mixer.mixer = mixer;
-  return c;
-}
-
-vla::train::TaskConfig mqar(int pairs) {
-  vla::train::TaskConfig t;
-  t.task = "mqar";
-  t.pairs = pairs;
-  return t;
-}
-
-// A short training run of small_model(mixer) on MQAR with 4 pairs, one held-out batch.
-vla::train::TrainConfig small_run(const std::string& mixer, int steps, int batch, std::uint64_t seed) {
-  vla::train::TrainConfig tc;
-  tc.model = small_model(mixer);
-  tc.task = mqar(4);
-  tc.steps = steps;
-  tc.batch = batch;
-  tc.seed = seed;
-  tc.eval_batches = 1;
-  return tc;
-}
-
-// Mean gradient of the batch in double (the reference both fp32 paths are measured against).
-double cpu_double_gradient(const ModelConfig& c, const Params<float>& p, const vla::train::Batch& b, Params<double>& g) {
-  const Params<double> pd = p.cast<double>();
-  g = pd.zeros_like();
-  int targets = 0;
-  for (const auto& tg : b.targets) targets += int(std::count_if(tg.begin(), tg.end(), [](int x) { return x >= 0; }));
-  const double scale = 1.0 / targets;
-  double loss = 0;
-  for (std::size_t s = 0; s < b.tokens.size(); ++s)
-    loss += vla::model::sequence_forward_backward<double>(c, pd, b.tokens[s], b.targets[s], scale, &g).loss_sum;
-  return loss * scale;
-}
-
-double rel_err(const vla::Mat<float>& x, const vla::Mat<double>& ref) {
-  const double n = ref.norm();
-  return (x.cast<double>() - ref).norm() / (n > 0 ? n : 1.0);
-}
-
-// Bitwise equality of log rows (== would call two NaN cells, e.g. eval_accuracy between evaluations, different).
-bool same_bits(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(double)) != 0) return false;
-  return true;
-}
-
-std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
+using namespace vla::gpu::train::testing;
 
 // Bad configurations are rejected before any device work (no GPU needed, so CI runs this): a wrong
 // message or no exception would let `vla train --device cuda` crash or silently train another model.
