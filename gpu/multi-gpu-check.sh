@@ -9,7 +9,7 @@
 #   (STUDIES=..., studies/run-gpu.sh) for what is left of DEADLINE.
 # Settings (environment): STEPS (default test,memcheck,bench), STUDIES (default none), DEADLINE=580 (s
 # since the start by which the study sweep must have written its tarballs), CONCURRENT (default 16 per
-# GPU).
+# GPU). The logs come back as $OUT/logs.tgz.
 # Uses the carried Debian packages and source snapshot of gpu/device-env.sh (.device-carry/, docs/gpu.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,9 @@ if [[ $STEPS == *test* ]]; then
 fi
 if [[ $STEPS == *memcheck* ]]; then
   step "compute-sanitizer memcheck: the data-parallel gradient test"
-  sanitize memcheck "a data-parallel step's gradient over 2 GPUs meets the one-GPU bound against float64" "$OUT/sanitizer.log"
+  timeout 180 compute-sanitizer --tool memcheck --error-exitcode 3 "$T" "a data-parallel step's gradient over 2 GPUs meets the one-GPU bound against float64" \
+    > "$OUT/sanitizer.log" 2>&1 || { status=1; echo "memcheck FAILED (or ran past 180 s)"; }
+  grep -E "ERROR SUMMARY|All tests passed|failed" "$OUT/sanitizer.log" | tail -2
 fi
 if [[ $STEPS == *bench* ]]; then
   step "vla bench data-parallel (wide model, T = 4096)"
@@ -52,5 +54,7 @@ if [ -n "${STUDIES:-}" ]; then
     echo "no time left for the studies"
   fi
 fi
+# The device tool brings back at most 8 files: the logs travel as one tarball.
+(cd "$OUT" && ls *.log > /dev/null 2>&1 && tar -czf logs.tgz *.log && rm -f *.log)
 echo "multi-gpu-check status $status [$((SECONDS - T0)) s]"
 exit $status
