@@ -73,6 +73,8 @@ void run(const DataParallelBenchArgs& a) {
   task.pairs = a.pairs;
   task.seq_len = a.seq_len;
   task.validate();
+  model::ModelConfig mc = a.model;
+  mc.max_len = std::max(mc.max_len, task.length());  // a positional row for every token
   for (int b : a.batches)
     for (int g : a.gpus)
       if (b < g) throw std::invalid_argument(fmt::format("--batches: {} sequences cannot be split over {} GPUs", b, g));
@@ -81,13 +83,13 @@ void run(const DataParallelBenchArgs& a) {
   for (int g : a.gpus)
     if (g > visible) throw std::invalid_argument(fmt::format("--gpus: {} asked for, {} visible", g, visible));
   fmt::print("{}", gpu::describe_devices());
-  const auto p = model::init_params<float>(a.model, 1);
+  const auto p = model::init_params<float>(mc, 1);
   std::size_t n_params = 0;
   for (const auto& t : p.t) n_params += std::size_t(t.size());
   const double grad_mb = 4.0 * double(n_params) / 1e6;
   fmt::print("model: {} d_model {} layers {} heads {} d_h {} FFN {} ({} parameters, fp32 gradient {:.1f} MB); MQAR n = {}, T = {}; "
              "median of {} steps after 1 warm-up\n",
-             a.model.mixer.mixer, a.model.d_model, a.model.layers, a.model.heads, a.model.d_head, a.model.ffn, n_params, grad_mb, a.pairs,
+             mc.mixer.mixer, mc.d_model, mc.layers, mc.heads, mc.d_head, mc.ffn, n_params, grad_mb, a.pairs,
              a.seq_len, a.reps);
   fmt::print("{:>6} {:>5} {:>11} {:>12} {:>8} {:>10} {:>13} {:>14}\n", "batch", "gpus", "ms/step", "tokens/s", "speedup", "efficiency",
              "allreduce ms", "busbw GB/s");
@@ -102,12 +104,12 @@ void run(const DataParallelBenchArgs& a) {
         gpu::check(cudaSetDevice(0), "cudaSetDevice");
         gpu::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
         {
-          gpu::train::GpuModel m(a.model, p, s);
+          gpu::train::GpuModel m(mc, p, s);
           ms = step_ms(m, b, a.reps);
         }
         cudaStreamDestroy(s);
       } else {
-        gpu::train::DataParallelModel m(a.model, p, g);
+        gpu::train::DataParallelModel m(mc, p, g);
         ms = step_ms(m, b, a.reps);
         ar = m.last_all_reduce_ms();
       }

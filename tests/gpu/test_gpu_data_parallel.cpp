@@ -77,7 +77,7 @@ TEST_CASE("a data-parallel step's gradient over 2 GPUs meets the one-GPU bound a
       CHECK(std::isnan(r2.S_fro[l]) == std::isnan(r1.S_fro[l]));
       if (!std::isnan(r1.S_fro[l])) CHECK(std::abs(r2.S_fro[l] - r1.S_fro[l]) <= 1e-5 * r1.S_fro[l]);
     }
-    double worst_dp = 0, worst_one = 0;
+    double worst_dp = 0, worst_one = 0;  // error / max(cpu-float error, 64 u), the bound's own scale
     for (std::size_t i = 0; i < g2.t.size(); ++i) {
       if (g2.t[i].size() == 0) continue;
       const double ec = rel_err(gf.t[i], gd.t[i]), e1 = rel_err(g1.t[i], gd.t[i]), e2 = rel_err(g2.t[i], gd.t[i]);
@@ -85,10 +85,11 @@ TEST_CASE("a data-parallel step's gradient over 2 GPUs meets the one-GPU bound a
       CHECK(std::isfinite(e2));
       CHECK(e2 <= std::max(10 * ec, 64 * kU));
       CHECK(g2.t[i] == g2b.t[i]);
-      worst_dp = std::max(worst_dp, e2);
-      worst_one = std::max(worst_one, e1);
+      worst_dp = std::max(worst_dp, e2 / std::max(ec, 64 * kU));
+      worst_one = std::max(worst_one, e1 / std::max(ec, 64 * kU));
     }
-    WARN(mixer << ": worst tensor rel err vs float64, one GPU " << worst_one << ", two GPUs " << worst_dp << "; loss rel err " << el_dp);
+    WARN(mixer << ": worst tensor error vs float64 / max(cpu-float error, 64 u) (the bound is 10): one GPU " << worst_one << ", two GPUs "
+               << worst_dp << "; loss rel err " << el_dp);
   }
 }
 
