@@ -5,7 +5,7 @@
 #   tests (gradient against float64, loss curve against one GPU, replicas equal, determinism, resume) and
 #   the concurrent-runs test (runs spread over the GPUs compute what each computes alone) -> memcheck over
 #   the data-parallel gradient test -> `vla bench data-parallel` (the wide model: d_model 512, 8 layers,
-#   T = 4096; 1 and 2 GPUs; CSV to $OUT/data-parallel.csv) -> optionally a study sweep over both GPUs
+#   T = 4096; 1 and 2 GPUs; $OUT/data-parallel.csv and .log, which reports/gpu-bench/ keeps for `vla report`) -> optionally a study sweep over both GPUs
 #   (STUDIES=..., studies/run-gpu.sh) for what is left of DEADLINE.
 # Settings (environment): STEPS (default test,memcheck,bench), STUDIES (default none), DEADLINE=580 (s
 # since the start by which the study sweep must have written its tarballs), CONCURRENT (default 16 per
@@ -45,7 +45,7 @@ if [[ $STEPS == *memcheck* ]]; then
 fi
 if [[ $STEPS == *bench* ]]; then
   step "vla bench data-parallel (wide model, T = 4096)"
-  "$BUILD/bin/vla" bench data-parallel --batches 16,32 --gpus 1,2 --reps 3 --csv "$OUT/data-parallel.csv" 2>&1 | tee "$OUT/bench.log" || status=1
+  "$BUILD/bin/vla" bench data-parallel --batches 16,32 --gpus 1,2 --reps 3 --csv "$OUT/data-parallel.csv" 2>&1 | tee "$OUT/data-parallel.log" || status=1
 fi
 if [ -n "${STUDIES:-}" ]; then
   L=$(( ${DEADLINE:-580} - 45 - (SECONDS - T0) ))

@@ -79,6 +79,36 @@ std::string recipe_summary(const Ran& r) {
   return s;
 }
 
+// The scale-out measurement, when gpu-bench/data-parallel.csv is there (`vla bench data-parallel`, written
+// by gpu/multi-gpu-check.sh): its rows as a table, the devices from the bench's own log beside it.
+std::string data_parallel_section(const fs::path& out_dir) {
+  const fs::path csv = out_dir / "gpu-bench" / "data-parallel.csv", log = out_dir / "gpu-bench" / "data-parallel.log";
+  if (!fs::exists(csv)) return {};
+  std::istringstream in(slurp(csv));
+  std::string line, devices, model;
+  std::getline(in, line);  // the header: batch,gpus,step_ms,tokens_per_s,speedup,efficiency,allreduce_ms,busbw_GBps,gradient_MB
+  std::string m = "## Scale-out: one model data-parallel over GPUs\n\n";
+  std::istringstream lg(fs::exists(log) ? slurp(log) : "");
+  for (std::string l; std::getline(lg, l);) {
+    if (l.rfind("device ", 0) == 0) devices += (devices.empty() ? "" : "; ") + l;
+    if (l.rfind("model: ", 0) == 0) model = l.substr(7);
+  }
+  m += fmt::format("`vla bench data-parallel --batches 16,32 --gpus 1,2 --reps 3` (gpu/multi-gpu-check.sh) on {}: {}. One training "
+                   "step (forward, backward, NCCL all-reduce, AdamW); speedup over one GPU at the same batch. What bounds it: "
+                   "docs/parallel.md.\n\n",
+                   devices.empty() ? "(devices not recorded)" : devices, model.empty() ? "(model not recorded)" : model);
+  m += "| batch | GPUs | ms/step | tokens/s | speedup | efficiency | all-reduce ms | bus GB/s |\n|---|---|---|---|---|---|---|---|\n";
+  while (std::getline(in, line)) {
+    std::vector<double> v;
+    std::istringstream f(line);
+    for (std::string x; std::getline(f, x, ',');) v.push_back(x == "nan" ? kNaN : std::stod(x));
+    if (v.size() < 8) continue;
+    m += fmt::format("| {:.0f} | {:.0f} | {:.1f} | {:.3g} | {:.3f} | {:.3f} | {} | {} |\n", v[0], v[1], v[2], v[3], v[4], v[5],
+                     v[1] > 1 ? fmt::format("{:.2f}", v[6]) : "", v[1] > 1 ? fmt::format("{:.0f}", v[7]) : "");
+  }
+  return m + "\n";
+}
+
 }  // namespace
 
 std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector<analysis::ClaimResult>& claims) {
@@ -152,6 +182,8 @@ std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector
                      run_s, r.verdict.value("command", "?"), pv.value("git", "?"), pv.value("utc", "?"));
   }
   m += "\n";
+
+  m += data_parallel_section(cfg.out_dir);
 
   // ---- the ledger ----
   std::string ledger = analysis::claims_markdown(cfg, claims);
