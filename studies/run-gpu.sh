@@ -19,7 +19,8 @@
 #                   fresh machine; runs with a summary.json are not trained again
 #   At the end WORK/reports goes to $OUT/reports.tgz and the run store without its checkpoints (summary.json,
 #   log.csv, key.json: what a finished run is) to $OUT/runs.tgz, so that a sweep cut by the machine going
-#   back continues elsewhere. Tarballs, because the device tool does not bring back deep folder trees.
+#   back continues elsewhere. Tarballs, because the device tool does not bring back deep folder trees; a
+#   store over 15 MB is split into runs.tgz.part-NN (the tool's limit per file).
 # Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +76,11 @@ if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT" && tar -czf "$OUT/reports.tgz" -C "$WORK" reports && echo "wrote $OUT/reports.tgz"
   [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -type f ! -name 'checkpoint*' | tar -czf "$OUT/runs.tgz" -T -) &&
     echo "wrote $OUT/runs.tgz (the run store without checkpoints)"
+  # The device tool brings back files of at most 16 MB: a larger store comes back in parts
+  # (`cat runs.tgz.part-* > runs.tgz` puts it together again).
+  if [ -f "$OUT/runs.tgz" ] && [ "$(stat -c %s "$OUT/runs.tgz")" -gt 15000000 ]; then
+    split -b 15000000 -d "$OUT/runs.tgz" "$OUT/runs.tgz.part-" && rm "$OUT/runs.tgz" && echo "  in parts: $(ls "$OUT"/runs.tgz.part-* | wc -l)"
+  fi
 fi
 echo "run-gpu status $status"
 exit $status
