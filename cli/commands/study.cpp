@@ -9,6 +9,9 @@
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
 #include "core/rules/gpu_support.hpp"
+#ifdef VLA_HAVE_CUDA
+#include "gpu/device_query.hpp"
+#endif
 #include "studies/runner.hpp"
 #include "studies/sweep_ranks.hpp"
 
@@ -113,8 +116,18 @@ void plan(const Args& a) {
   fmt::print("{} runs asked for by {} studies, {} distinct, {} already finished in {}\n", asked, ids.size(), distinct.size(), done,
              o.store_root().string());
   fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
-  if (a.opt.device == "cuda")
-    fmt::print("  cuda: {} runs, ~{:.0f} s at the H100 rate measured with 12-16 runs at once (more runs at once do not raise it)\n", gpu_runs, gpu_s);
+  if (a.opt.device == "cuda") {
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the H100 rate measured with 12-16 runs at once (more runs at once do not raise it)", gpu_runs,
+               gpu_s);
+    // Concurrent runs spread over every visible GPU (gpu/train/trainer.hpp): two H100s took 600 s for
+    // fig6-mqar-long-context's 96 runs, planned at ~1004 s for one.
+    int gpus = 0;
+#ifdef VLA_HAVE_CUDA
+    gpus = vla::gpu::device_count();
+#endif
+    if (gpus > 1) fmt::print("; ~{:.0f} s over the {} GPUs visible, with --concurrent {}", gpu_s / gpus, gpus, 16 * gpus);
+    fmt::print("\n");
+  }
   fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads (one run at a time{})\n", cpu_runs, cpu_s, cpu_threads,
              a.opt.device == "cuda" ? ", beside the GPU's" : "");
   fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
@@ -156,8 +169,8 @@ const vla::cli::RegisterCommand reg{
       r->add_option("--out", a->opt.out, "output folder: OUT/<id>/ per study")->capture_default_str();
       r->add_option("--store", a->store, "run store (default OUT/runs): one folder per training run, shared by every study");
       r->add_option("--threads", a->threads, "threads of each CPU training run (0: all cores)")->capture_default_str();
-      r->add_option("--concurrent", a->concurrent, "cuda: training runs at once on the GPU (measured on an H100: more than ~12 "
-                                                   "gains nothing, the host's cores are the limit)")->capture_default_str();
+      r->add_option("--concurrent", a->concurrent, "cuda: training runs at once, spread over the visible GPUs (measured on an H100: "
+                                                   "more than ~12 per GPU gains nothing, the host's cores are the limit)")->capture_default_str();
       r->add_flag("--gpu-only", a->gpu_only, "cuda: runs the GPU has no kernel for are not trained on the CPU but reported as not run");
       vla::cli::add_list_option(*r, "--pairs", a->opt.recipe_pairs,
                                  "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep theirs)");
