@@ -23,7 +23,7 @@ using namespace vla::gpu::train::testing;
 
 // A misspelt device must be refused naming --device, never read as another one (cuda:0 as cuda, or
 // "cuda:2x" as two GPUs); cuda:1 is the one-GPU device. Needs no GPU: CI runs it.
-TEST_CASE("--device cuda:N is parsed strictly and cuda:1 is the one-GPU device", "[gpu-train]") {
+TEST_CASE("the device name cuda:N is parsed strictly (--device) and cuda:1 is the one-GPU device", "[gpu-train]") {
   for (const char* bad : {"cuda:", "cuda:0", "cuda:x", "cuda:2x", "cuda:-1", "cuda:1000", "gpu", "cuda2"})
     CHECK_THROWS_WITH(vla::cli::training_device(bad), Catch::Contains("--device") && Catch::Contains("cuda:N"));
   CHECK(vla::cli::training_device("cuda:1").name == "cuda");
