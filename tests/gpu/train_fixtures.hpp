@@ -77,5 +77,22 @@ inline std::string read_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// Two loss curves of the same seed (200 steps) against each other, as the curve-parity tests bound them:
+// step 1's relative difference (same weights and batch: forward rounding only), the largest over steps
+// 2-10 (the updates' rounding, which Adam can amplify), and the mean of the last 20 losses of each.
+struct CurveGap {
+  double step1 = 0, early = 0, mean_ref = 0, mean_other = 0;
+};
+inline CurveGap curve_gap(const std::vector<double>& ref, const std::vector<double>& other) {
+  CurveGap g;
+  auto rel = [&](std::size_t s) { return std::abs(other[s] - ref[s]) / ref[s]; };
+  g.step1 = rel(0);
+  for (std::size_t s = 1; s < 10; ++s) g.early = std::max(g.early, rel(s));
+  for (std::size_t s = ref.size() - 20; s < ref.size(); ++s) {
+    g.mean_ref += ref[s] / 20;
+    g.mean_other += other[s] / 20;
+  }
+  return g;
+}
 
 }  // namespace vla::gpu::train::testing
