@@ -4,7 +4,7 @@
 //
 // A rule is one folder, core/rules/<rule>/, and one class template over a Precision<Storage, Compute>:
 //
-//   forward.hpp   the rule's Options and class:
+//   forward.hpp   the rule's Options and class (deriving from RuleOptions<Options>, below):
 //     static constexpr std::array names;               // the mixer names it answers to ("linear";
 //                                                      //   VLA: "vla", "vla-v2", ..., its variants)
 //     static Rule from_config(const MixerConfig&);      // built from the command line's knobs
@@ -33,6 +33,22 @@
 #include <vector>
 
 namespace vla {
+
+// What every rule class holds the same way: its options, validated once when the rule is made (where the
+// options have a validate()), and read through options(). A rule derives from RuleOptions<its Options>
+// and inherits the constructor: `explicit Rule(Options)` (and the default rule, of default options).
+template <class Opt> class RuleOptions {
+ public:
+  using Options = Opt;
+  RuleOptions() = default;
+  explicit RuleOptions(Options opt) : opt_(std::move(opt)) {
+    if constexpr (requires { opt_.validate(); }) opt_.validate();
+  }
+  const Options& options() const { return opt_; }
+
+ protected:
+  Options opt_;
+};
 
 // Which projections of x_t a rule reads. q, k, v are always made.
 struct Needs {

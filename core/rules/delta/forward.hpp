@@ -19,23 +19,20 @@ namespace vla {
 
 struct DeltaRuleOptions : FastWeightOptions {};
 
-template <class P> class DeltaRule {
+template <class P> class DeltaRule : public RuleOptions<DeltaRuleOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = DeltaRuleOptions;
   static constexpr std::array<std::string_view, 1> names{"delta"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true};     // beta_t from the gate logit
   static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
-  DeltaRule() = default;
-  explicit DeltaRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static DeltaRule from_config(const MixerConfig& cfg) {
     return DeltaRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
@@ -56,9 +53,6 @@ template <class P> class DeltaRule {
       st.record_write(rec, b, wr, WriteRecord<C>{k_hat, w, C(1)});  // S -> S (I - k_hat (beta k_hat)^T)
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -17,23 +17,20 @@ struct DeltaNetOptions : FastWeightOptions {
   bool gated = true;
 };
 
-template <class P> class DeltaNetRule {
+template <class P> class DeltaNetRule : public RuleOptions<DeltaNetOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = DeltaNetOptions;
   static constexpr std::array<std::string_view, 1> names{"deltanet"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true};
   static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
-  DeltaNetRule() = default;
-  explicit DeltaNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static DeltaNetRule from_config(const MixerConfig& cfg) {
     return DeltaNetRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}, cfg.deltanet_gated});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
@@ -50,9 +47,6 @@ template <class P> class DeltaNetRule {
       st.record_write(rec, b, wr, WriteRecord<C>{k_hat, k_hat, beta});  // S -> S (beta I - k_hat k_hat^T)
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -19,25 +19,22 @@
 
 namespace vla {
 
-template <class P> class Falcon2Rule {
+template <class P> class Falcon2Rule : public RuleOptions<NlmsOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = NlmsOptions;
   static constexpr std::array<std::string_view, 1> names{"falcon2"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // beta_{j,t}: d_h logits
   static constexpr bool recurrent = true;
 
   using State = NlmsMemory<P>;
 
-  Falcon2Rule() = default;
-  explicit Falcon2Rule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static Falcon2Rule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: falcon2 has no S renormalisation (its ridge decay and NLMS step bound S)");
     return Falcon2Rule(Options{cfg.penalty.eps, cfg.falcon});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -53,9 +50,6 @@ template <class P> class Falcon2Rule {
       out.col(b) = st.step(b, opt_, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), beta, C(1), rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -18,25 +18,22 @@
 
 namespace vla {
 
-template <class P> class Falcon2aRule {
+template <class P> class Falcon2aRule : public RuleOptions<NlmsOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = NlmsOptions;
   static constexpr std::array<std::string_view, 1> names{"falcon2a"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true};        // beta_t from one gate logit
   static constexpr bool recurrent = true;
 
   using State = NlmsMemory<P>;
 
-  Falcon2aRule() = default;
-  explicit Falcon2aRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static Falcon2aRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: falcon2a has no S renormalisation (its ridge decay bounds S)");
     return Falcon2aRule(Options{cfg.penalty.eps, cfg.falcon});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -51,9 +48,6 @@ template <class P> class Falcon2aRule {
       out.col(b) = st.step(b, opt_, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), beta, C(0), rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

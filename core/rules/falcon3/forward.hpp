@@ -26,25 +26,22 @@
 
 namespace vla {
 
-template <class P> class Falcon3Rule {
+template <class P> class Falcon3Rule : public RuleOptions<NlmsOptions> {  // options read: eps, ridge, eps_gamma, window
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = NlmsOptions;  // eps, ridge, eps_gamma, window
   static constexpr std::array<std::string_view, 1> names{"falcon3"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = 1};  // beta_t from one gate logit
   static constexpr bool recurrent = true;
 
   using State = SlidingMemory<P>;
 
-  Falcon3Rule() = default;
-  explicit Falcon3Rule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static Falcon3Rule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: falcon3 has no S renormalisation (its ridge decay and normalised step bound S)");
     return Falcon3Rule(Options{cfg.penalty.eps, cfg.falcon});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.falcon.window); }
 
@@ -72,9 +69,6 @@ template <class P> class Falcon3Rule {
                            [&](const C& E_bar, int B_t) { return write_coefficients(coefficients(E_bar, beta, opt_), B_t); }, rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -23,25 +23,22 @@
 
 namespace vla {
 
-template <class P> class Falcon3aRule {
+template <class P> class Falcon3aRule : public RuleOptions<NlmsOptions> {  // options read: eps, eps_gamma, window (the ridge is not read)
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = NlmsOptions;  // eps, eps_gamma, window (the ridge is not read)
   static constexpr std::array<std::string_view, 1> names{"falcon3a"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = 2};  // g_0 -> beta_t, g_1 -> alpha_t
   static constexpr bool recurrent = true;
 
   using State = SlidingMemory<P>;
 
-  Falcon3aRule() = default;
-  explicit Falcon3aRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static Falcon3aRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: falcon3a has no S renormalisation (its decay and normalised write bound S)");
     return Falcon3aRule(Options{cfg.penalty.eps, cfg.falcon});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.falcon.window); }
 
@@ -78,9 +75,6 @@ template <class P> class Falcon3aRule {
                            [&](const C& E_bar, int B_t) { return write_coefficients(coefficients(E_bar, beta, g1, opt_), B_t); }, rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -20,23 +20,20 @@ namespace vla {
 
 struct GatedDeltaNetOptions : FastWeightOptions {};
 
-template <class P> class GatedDeltaNetRule {
+template <class P> class GatedDeltaNetRule : public RuleOptions<GatedDeltaNetOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = GatedDeltaNetOptions;
   static constexpr std::array<std::string_view, 1> names{"gated-deltanet"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = 2};  // g_0 -> alpha_t, g_1 -> beta_t
   static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
-  GatedDeltaNetRule() = default;
-  explicit GatedDeltaNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static GatedDeltaNetRule from_config(const MixerConfig& cfg) {
     return GatedDeltaNetRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
@@ -55,9 +52,6 @@ template <class P> class GatedDeltaNetRule {
       st.record_write(rec, b, wr, WriteRecord<C>{k_read, w, alpha});  // S -> S (alpha I - alpha beta k_hat k_hat^T)
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

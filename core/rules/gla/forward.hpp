@@ -20,24 +20,21 @@ namespace vla {
 
 struct GlaOptions {};
 
-template <class P> class GlaRule {
+template <class P> class GlaRule : public RuleOptions<GlaOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = GlaOptions;
   static constexpr std::array<std::string_view, 1> names{"gla"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // alpha_t: d_h logits
   static constexpr bool recurrent = true;
 
   using State = VectorDecayMemory<P>;
 
-  GlaRule() = default;
-  explicit GlaRule(Options opt) : opt_(opt) {}
+  using RuleOptions::RuleOptions;
   static GlaRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S) throw std::invalid_argument("--renormalise: gla has no S renormalisation (its decays alpha_t < 1 bound S)");
     return GlaRule();
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -48,9 +45,6 @@ template <class P> class GlaRule {
     for (int b = 0; b < B; ++b)
       out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), channel_decays(column<C>(in.gate, b)), rec);
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -20,11 +20,10 @@ namespace vla {
 
 struct GsaOptions {};
 
-template <class P> class GsaRule {
+template <class P> class GsaRule : public RuleOptions<GsaOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = GsaOptions;
   static constexpr std::array<std::string_view, 1> names{"gsa"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // g_t: one logit per slot
   static constexpr bool recurrent = true;
@@ -32,14 +31,12 @@ template <class P> class GsaRule {
 
   using State = SlotMemory<P>;
 
-  GsaRule() = default;
-  explicit GsaRule(Options opt) : opt_(opt) {}
+  using RuleOptions::RuleOptions;
   static GsaRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: gsa has no S renormalisation (its slots are convex combinations of its inputs)");
     return GsaRule();
   }
-  const Options& options() const { return opt_; }
   const SlotOptions& slots() const { return kSlots; }
 
   State init(int batch, int d) const { return State(batch, d, kSlots.levels); }
@@ -51,9 +48,6 @@ template <class P> class GsaRule {
     for (int b = 0; b < B; ++b)
       out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), column<C>(in.gate, b), kSlots, rec);
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -15,23 +15,20 @@ struct LinearAttentionOptions : FastWeightOptions {
   bool normalise_key = false;
 };
 
-template <class P> class LinearAttentionRule {
+template <class P> class LinearAttentionRule : public RuleOptions<LinearAttentionOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = LinearAttentionOptions;
   static constexpr std::array<std::string_view, 1> names{"linear"};  // the mixer name
   static constexpr Needs needs{};
   static constexpr bool recurrent = true;
 
   using State = NormalisedMemory<P>;
 
-  LinearAttentionRule() = default;
-  explicit LinearAttentionRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static LinearAttentionRule from_config(const MixerConfig& cfg) {
     return LinearAttentionRule(Options{{cfg.penalty.eps, MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold}}, false});
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.memory); }
 
@@ -48,9 +45,6 @@ template <class P> class LinearAttentionRule {
       st.record_write(rec, b, wr, WriteRecord<C>{w, Vec<C>(), C(1)});
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

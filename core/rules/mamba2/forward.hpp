@@ -20,25 +20,22 @@ namespace vla {
 
 struct Mamba2Options {};
 
-template <class P> class Mamba2Rule {
+template <class P> class Mamba2Rule : public RuleOptions<Mamba2Options> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = Mamba2Options;
   static constexpr std::array<std::string_view, 1> names{"mamba2"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true};
   static constexpr bool recurrent = true;
 
   using State = ScalarDecayMemory<P>;
 
-  Mamba2Rule() = default;
-  explicit Mamba2Rule(Options opt) : opt_(opt) {}
+  using RuleOptions::RuleOptions;
   static Mamba2Rule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: mamba2 has no S renormalisation (its decay gamma_t < 1 bounds S)");
     return Mamba2Rule();
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -50,9 +47,6 @@ template <class P> class Mamba2Rule {
       out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), gamma, rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -20,25 +20,22 @@ namespace vla {
 
 struct MetaLaOptions {};
 
-template <class P> class MetaLaRule {
+template <class P> class MetaLaRule : public RuleOptions<MetaLaOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = MetaLaOptions;
   static constexpr std::array<std::string_view, 1> names{"metala"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // alpha_t: d_h logits
   static constexpr bool recurrent = true;
 
   using State = VectorDecayMemory<P>;
 
-  MetaLaRule() = default;
-  explicit MetaLaRule(Options opt) : opt_(opt) {}
+  using RuleOptions::RuleOptions;
   static MetaLaRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: metala has no S renormalisation (its decays alpha_t < 1 bound S)");
     return MetaLaRule();
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -51,9 +48,6 @@ template <class P> class MetaLaRule {
       out.col(b) = st.step(b, column<C>(in.q, b), channel_complements(g), column<C>(in.v, b), channel_decays(g), rec);
     }
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

@@ -36,11 +36,10 @@ struct MvaOptions {
   void validate() const { SlotOptions{levels}.validate(); }
 };
 
-template <class P> class MvaRule {
+template <class P> class MvaRule : public RuleOptions<MvaOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = MvaOptions;
   static constexpr std::array<std::string_view, 1> names{"mva"};  // the mixer name
   static constexpr Needs needs{.penalty = false, .gate = true, .gates = Needs::kPerChannel};  // g_t: one logit per slot
   static constexpr bool recurrent = true;
@@ -48,13 +47,12 @@ template <class P> class MvaRule {
   using State = SlotMemory<P>;
 
   MvaRule() : MvaRule(Options{}) {}
-  explicit MvaRule(Options opt) : opt_(opt), slots_{opt.levels, true, opt.hard_select} { opt_.validate(); }
+  explicit MvaRule(Options opt) : RuleOptions(opt), slots_{opt.levels, true, opt.hard_select} {}
   static MvaRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: mva has no S renormalisation (its slots are convex combinations of its inputs)");
     return MvaRule(Options{cfg.mva_levels});
   }
-  const Options& options() const { return opt_; }
   const SlotOptions& slots() const { return slots_; }
 
   State init(int batch, int d) const { return State(batch, d, opt_.levels); }
@@ -68,7 +66,6 @@ template <class P> class MvaRule {
   }
 
  private:
-  Options opt_;
   SlotOptions slots_;
 };
 

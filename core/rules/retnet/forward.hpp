@@ -31,25 +31,22 @@ struct RetNetOptions {
   }
 };
 
-template <class P> class RetNetRule {
+template <class P> class RetNetRule : public RuleOptions<RetNetOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = RetNetOptions;
   static constexpr std::array<std::string_view, 1> names{"retnet"};  // the mixer name
   static constexpr Needs needs{};
   static constexpr bool recurrent = true;
 
   using State = ScalarDecayMemory<P>;
 
-  RetNetRule() = default;
-  explicit RetNetRule(Options opt) : opt_(opt) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   static RetNetRule from_config(const MixerConfig& cfg) {
     if (cfg.renormalise_S)
       throw std::invalid_argument("--renormalise: retnet has no S renormalisation (its decay gamma < 1 bounds S)");
     return RetNetRule();
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const { return State(batch, d); }
 
@@ -60,9 +57,6 @@ template <class P> class RetNetRule {
     for (int b = 0; b < B; ++b)
       out.col(b) = st.step(b, column<C>(in.q, b), column<C>(in.k, b), column<C>(in.v, b), gamma, rec);
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla

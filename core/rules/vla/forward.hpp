@@ -71,11 +71,10 @@ struct VlaOptions {
   }
 };
 
-template <class P> class VlaRule {
+template <class P> class VlaRule : public RuleOptions<VlaOptions> {
  public:
   using storage_t = typename P::storage_t;
   using compute_t = typename P::compute_t;
-  using Options = VlaOptions;
   static constexpr auto names = VlaOptions::kVariants;  // the mixer names: one per variant
   static constexpr Needs needs{.penalty = true, .gate = false};
   static constexpr bool recurrent = true;
@@ -98,8 +97,7 @@ template <class P> class VlaRule {
     }
   };
 
-  VlaRule() = default;
-  explicit VlaRule(Options opt) : opt_(std::move(opt)) { opt_.validate(); }
+  using RuleOptions::RuleOptions;
   // cfg.mixer names the variant; the penalty and memory knobs are the command line's.
   static VlaRule from_config(const MixerConfig& cfg) {
     VlaOptions o = VlaOptions::preset(cfg.mixer);
@@ -107,7 +105,6 @@ template <class P> class VlaRule {
     o.memory = MemoryOptions{cfg.renormalise_S, cfg.renorm_threshold};
     return VlaRule(o);
   }
-  const Options& options() const { return opt_; }
 
   State init(int batch, int d) const {
     return State{NormalisedMemory<P>(batch, d, opt_.memory), InversePenaltyTracker<P>(batch, d, opt_.penalty)};
@@ -159,9 +156,6 @@ template <class P> class VlaRule {
     }
     st.tracker.advance();
   }
-
- private:
-  Options opt_;
 };
 
 }  // namespace vla
