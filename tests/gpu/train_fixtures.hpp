@@ -2,7 +2,10 @@
 // What the GPU training tests share: the small model and run they train, the CPU's float64 gradient
 // every fp32 gradient is measured against, and bitwise comparisons of logs and files.
 #include "core/model/transformer.hpp"
+#include "core/train/cpu_engine.hpp"
 #include "core/train/trainer.hpp"
+
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -75,6 +78,36 @@ inline bool same_bits(const std::vector<std::vector<double>>& a, const std::vect
 inline std::string read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What an fp32 gradient of the batch is measured against: the CPU's float64 gradient and loss, and the
+// CPU's own float path on the same batch (its error against float64 is the yardstick, test_gpu_train.cpp).
+struct CpuReference {
+  Params<double> g64;
+  double loss64 = 0;
+  Params<float> g32;
+  double loss32 = 0, accuracy32 = 0;
+  // The bound an fp32 path's relative error must meet where the CPU float path's is `cpu_err`.
+  static double bound(double cpu_err) { return std::max(10 * cpu_err, 64 * kU); }
+};
+inline CpuReference cpu_reference(const ModelConfig& c, const Params<float>& p, const vla::train::Batch& b) {
+  CpuReference r;
+  r.loss64 = cpu_double_gradient(c, p, b, r.g64);
+  const auto rf = vla::train::batch_gradient(c, p, b, &r.g32, 0);
+  r.loss32 = rf.loss;
+  r.accuracy32 = rf.accuracy;
+  return r;
+}
+
+// A resumed run against the uninterrupted one, bit for bit: its last step, every loss and log row,
+// log.csv's bytes and the final parameters (Catch checks, reported in the calling test).
+inline void check_same_run(const vla::train::TrainResult& rest, const vla::train::TrainResult& full, const std::filesystem::path& rest_dir,
+                           const std::filesystem::path& full_dir) {
+  CHECK(rest.steps_done == full.steps_done);
+  CHECK(rest.losses == full.losses);
+  CHECK(same_bits(rest.log, full.log));
+  CHECK(read_bytes(rest_dir / "log.csv") == read_bytes(full_dir / "log.csv"));
+  for (std::size_t i = 0; i < full.params.t.size(); ++i) CHECK(rest.params.t[i] == full.params.t[i]);
 }
 
 // Two loss curves of the same seed (200 steps) against each other, as the curve-parity tests bound them:
