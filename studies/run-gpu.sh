@@ -76,6 +76,10 @@ if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT" && tar -czf "$OUT/reports.tgz" -C "$WORK" reports && echo "wrote $OUT/reports.tgz"
   [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -type f ! -name 'checkpoint*' | tar -czf "$OUT/runs.tgz" -T -) &&
     echo "wrote $OUT/runs.tgz (the run store without checkpoints)"
+  # The store's outcomes alone (summary.json, key.json, diverged.json: what a study reads of a run that
+  # needs no curve), small enough to keep in reports/run-archive/ and seed a later sweep with.
+  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -name summary.json -o -name key.json -o -name diverged.json |
+    tar -czf "$OUT/run-outcomes.tgz" -T -) && echo "wrote $OUT/run-outcomes.tgz"
   # The device tool brings back files of at most 16 MB: a larger store comes back in parts
   # (`cat runs.tgz.part-* > runs.tgz` puts it together again).
   if [ -f "$OUT/runs.tgz" ] && [ "$(stat -c %s "$OUT/runs.tgz")" -gt 15000000 ]; then
