@@ -20,7 +20,8 @@
 #   At the end WORK/reports goes to $OUT/reports.tgz and the run store without its checkpoints (summary.json,
 #   log.csv, key.json: what a finished run is) to $OUT/runs.tgz, so that a sweep cut by the machine going
 #   back continues elsewhere. Tarballs, because the device tool does not bring back deep folder trees; a
-#   store over 15 MB is split into runs.tgz.part-NN (the tool's limit per file).
+#   store over 15 MB is split into runs.tgz.part-NN (the tool's limit per file). $OUT/run-outcomes.tgz: the
+#   store's outcomes alone (kilobytes; reports/run-archive/README.md).
 # Uses the carried Debian packages of gpu/device-env.sh (.device-carry/debs, docs/gpu.md "Running it").
 set -uo pipefail
 cd "$(dirname "$0")/.."
