@@ -20,14 +20,11 @@ namespace vla::cli {
 inline train::Device training_device(const std::string& name) {
   if (name == "cpu") return train::cpu_device();
   [[maybe_unused]] int gpus = 1;  // read only where this build has the CUDA path
-  if (name.rfind("cuda:", 0) == 0) {
-    const std::string n = name.substr(5);
-    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
-      throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda, cuda:N with N >= 1 GPUs)", name));
-    gpus = std::stoi(n);
-  } else if (name != "cuda") {
+  const std::string n = name.rfind("cuda:", 0) == 0 ? name.substr(5) : "";
+  const bool digits = !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) gpus = std::stoi(n);
+  if (name != "cuda" && !(digits && gpus >= 1))
     throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cpu, cuda, cuda:N with N >= 1 GPUs)", name));
-  }
 #ifdef VLA_HAVE_CUDA
   if (gpus == 1) return gpu::train::cuda_device();
 #ifdef VLA_HAVE_NCCL

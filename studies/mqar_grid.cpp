@@ -103,28 +103,38 @@ TextTable per_seed_table(const std::string& name, const std::string& caption, co
   return t;
 }
 
+PlotRef accuracy_plot(const StudyContext& ctx, const std::string& name, const std::string& title, const AccuracyAxis& axis,
+                      const std::vector<std::string>& mixers, const std::function<double(const std::string&, std::size_t)>& mean,
+                      const std::function<double(const std::string&, std::size_t)>& paper, const std::string& caption,
+                      const std::string& extra) {
+  std::vector<std::string> header{axis.column};
+  for (const auto& m : mixers) header.push_back(m + "_mean");
+  for (const auto& m : mixers) header.push_back(m + "_paper");
+  std::vector<std::vector<double>> rows;
+  for (std::size_t i = 0; i < axis.x.size(); ++i) {
+    std::vector<double> r{axis.x[i]};
+    for (const auto& m : mixers) r.push_back(mean(m, i));
+    for (const auto& m : mixers) r.push_back(paper(m, i));
+    rows.push_back(r);
+  }
+  analysis::PlotSpec ps = analysis::plot_spec(title, axis.label, "eval exact match", false, axis.log);
+  ps.with = "linespoints";
+  ps.extra = "set yrange [0:1.05]\n" + extra;
+  const int k = int(mixers.size());
+  for (int i = 0; i < k; ++i) ps.series.push_back({2 + i, paper_name(mixers[i]) + " (measured, mean)"});
+  for (int i = 0; i < k; ++i)  // a mixer the paper gives no value for here draws no paper series
+    if (std::any_of(rows.begin(), rows.end(), [&](const std::vector<double>& r) { return std::isfinite(r[1 + k + i]); }))
+      ps.series.push_back({2 + k + i, paper_name(mixers[i]) + " (paper)"});
+  return plot_table(ctx, name, header, rows, ps, caption);
+}
+
 PlotRef grid_plot(const StudyContext& ctx, const std::string& name, const std::string& title, const MqarGrid& g,
                   const std::map<std::string, std::vector<recipe::Cell>>& cells, const PaperLookup& paper,
                   const std::string& caption, const std::string& extra) {
-  std::vector<std::string> header{"n"};
-  for (const auto& m : g.mixers) header.push_back(m + "_mean");
-  for (const auto& m : g.mixers) header.push_back(m + "_paper");
-  std::vector<std::vector<double>> rows;
-  for (std::size_t i = 0; i < g.ns.size(); ++i) {
-    std::vector<double> r{double(g.ns[i])};
-    for (const auto& m : g.mixers) r.push_back(cells.at(m)[i].mean);
-    for (const auto& m : g.mixers) r.push_back(paper ? paper(m, g.ns[i]) : kNaN);
-    rows.push_back(r);
-  }
-  analysis::PlotSpec ps = analysis::plot_spec(title, "n (key-value pairs)", "eval exact match");
-  ps.with = "linespoints";
-  ps.extra = "set yrange [0:1.05]\n" + extra;
-  const int k = int(g.mixers.size());
-  for (int i = 0; i < k; ++i) ps.series.push_back({2 + i, paper_name(g.mixers[i]) + " (measured, mean)"});
-  for (int i = 0; i < k; ++i)  // a mixer the paper gives no value for here draws no paper series
-    if (std::any_of(rows.begin(), rows.end(), [&](const std::vector<double>& r) { return std::isfinite(r[1 + k + i]); }))
-      ps.series.push_back({2 + k + i, paper_name(g.mixers[i]) + " (paper)"});
-  return plot_table(ctx, name, header, rows, ps, caption);
+  const AccuracyAxis n{"n", "n (key-value pairs)", std::vector<double>(g.ns.begin(), g.ns.end())};
+  return accuracy_plot(
+      ctx, name, title, n, g.mixers, [&](const std::string& m, std::size_t i) { return cells.at(m)[i].mean; },
+      [&](const std::string& m, std::size_t i) { return paper ? paper(m, g.ns[i]) : kNaN; }, caption, extra);
 }
 
 }  // namespace vla::studies

@@ -56,6 +56,17 @@ TextTable grid_table(const std::string& name, const std::string& caption, const 
 // Rows: (mixer, n); columns: each seed, mean, sd (the per-seed view of Table 9).
 TextTable per_seed_table(const std::string& name, const std::string& caption, const MqarGrid& g,
                          const std::map<std::string, std::vector<recipe::Cell>>& cells);
+// Eval exact match against an x axis (n, T, ...), one line per mixer: the measured mean at x[i] and, for
+// the mixers the paper gives a value for, the paper's. mean(m, i), paper(m, i): NaN where there is none.
+struct AccuracyAxis {
+  std::string column, label;  // the CSV column and the axis title
+  std::vector<double> x;
+  bool log = false;
+};
+PlotRef accuracy_plot(const StudyContext& ctx, const std::string& name, const std::string& title, const AccuracyAxis& axis,
+                      const std::vector<std::string>& mixers, const std::function<double(const std::string&, std::size_t)>& mean,
+                      const std::function<double(const std::string&, std::size_t)>& paper, const std::string& caption,
+                      const std::string& extra = "");
 // Accuracy vs n: measured means (lines) and the paper's values (points).
 PlotRef grid_plot(const StudyContext& ctx, const std::string& name, const std::string& title, const MqarGrid& g,
                   const std::map<std::string, std::vector<recipe::Cell>>& cells, const PaperLookup& paper,

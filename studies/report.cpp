@@ -84,9 +84,7 @@ std::string recipe_summary(const Ran& r) {
 std::string data_parallel_section(const fs::path& out_dir) {
   const fs::path csv = out_dir / "gpu-bench" / "data-parallel.csv", log = out_dir / "gpu-bench" / "data-parallel.log";
   if (!fs::exists(csv)) return {};
-  std::istringstream in(slurp(csv));
-  std::string line, devices, model;
-  std::getline(in, line);  // the header: batch,gpus,step_ms,tokens_per_s,speedup,efficiency,allreduce_ms,busbw_GBps,gradient_MB
+  std::string devices, model;
   std::string m = "## Scale-out: one model data-parallel over GPUs\n\n";
   std::istringstream lg(fs::exists(log) ? slurp(log) : "");
   for (std::string l; std::getline(lg, l);) {
@@ -98,14 +96,12 @@ std::string data_parallel_section(const fs::path& out_dir) {
                    "docs/parallel.md.\n\n",
                    devices.empty() ? "(devices not recorded)" : devices, model.empty() ? "(model not recorded)" : model);
   m += "| batch | GPUs | ms/step | tokens/s | speedup | efficiency | all-reduce ms | bus GB/s |\n|---|---|---|---|---|---|---|---|\n";
-  while (std::getline(in, line)) {
-    std::vector<double> v;
-    std::istringstream f(line);
-    for (std::string x; std::getline(f, x, ',');) v.push_back(x == "nan" ? kNaN : std::stod(x));
-    if (v.size() < 8) continue;
-    m += fmt::format("| {:.0f} | {:.0f} | {:.1f} | {:.3g} | {:.3f} | {:.3f} | {} | {} |\n", v[0], v[1], v[2], v[3], v[4], v[5],
-                     v[1] > 1 ? fmt::format("{:.2f}", v[6]) : "", v[1] > 1 ? fmt::format("{:.0f}", v[7]) : "");
-  }
+  const CsvData t = read_csv(csv);
+  const auto batch = t.column("batch"), gpus = t.column("gpus"), ms = t.column("step_ms"), tok = t.column("tokens_per_s"),
+             speedup = t.column("speedup"), eff = t.column("efficiency"), ar = t.column("allreduce_ms"), bw = t.column("busbw_GBps");
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    m += fmt::format("| {:.0f} | {:.0f} | {:.1f} | {:.3g} | {:.3f} | {:.3f} | {} | {} |\n", batch[i], gpus[i], ms[i], tok[i], speedup[i],
+                     eff[i], gpus[i] > 1 ? fmt::format("{:.2f}", ar[i]) : "", gpus[i] > 1 ? fmt::format("{:.0f}", bw[i]) : "");
   return m + "\n";
 }
 

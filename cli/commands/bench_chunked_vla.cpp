@@ -9,6 +9,7 @@
 #include "analysis/chunked_exactness.hpp"
 #include "analysis/head_stream.hpp"
 #include "cli/list_option.hpp"
+#include "cli/median_time.hpp"
 #include "cli/mixer_options.hpp"
 #include "core/rules/vla/chunked.hpp"
 #include "core/rules/vla/rule.hpp"
@@ -16,7 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -39,18 +39,6 @@ template <class T> Mat<double> chunked_O(const VlaOptions& opt, const analysis::
 }
 template <class T> Mat<double> recurrent_O(const VlaOptions& opt, const analysis::HeadStream& s) {
   return cast_matrix<double>(analysis::rule_outputs<T>(VlaRule<Precision<T>>(opt), s));
-}
-
-template <class F> double median_seconds(int reps, F&& f) {
-  std::vector<double> t;
-  f();  // warm-up: allocations, caches
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 void run(const ChunkedVlaArgs& a) {

@@ -5,6 +5,7 @@
 // GPU at the same batch and its efficiency (speedup / N), and the all-reduce's share: its time and the
 // bus bandwidth it reached (2 (N - 1) / N times the gradient's bytes per second, NCCL's busbw).
 #include "cli/list_option.hpp"
+#include "cli/median_time.hpp"
 #include "core/io/csv.hpp"
 #include "core/model/config.hpp"
 #include "core/train/tasks.hpp"
@@ -19,7 +20,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -42,24 +42,14 @@ struct DataParallelBenchArgs {
 };
 
 #ifdef VLA_HAVE_NCCL
-// Median wall time of `reps` steps after one warm-up (allocation, cuBLAS plans); each step ends with
-// the GPUs waited for.
+// Median wall time of a training step in ms (median_time.hpp); each step ends with the GPUs waited for.
 template <class Model> double step_ms(Model& m, const train::Batch& b, int reps) {
   const train::AdamWConfig opt;
-  auto step = [&] {
+  return 1e3 * median_seconds(reps, [&] {
     m.forward_backward(b, true);
     m.adamw_step(opt, 1e-4, 1.0);
     m.synchronize();
-  };
-  step();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  });
 }
 #endif
 

@@ -3,14 +3,14 @@
 // first, then T - 3n - 1 filler tokens, then the separator and the queries, so that the gap between a
 // pair and its query grows with T, the property Sec. 6.5 discusses (DeltaNet's gate "decays older
 // associations before the query section arrives").
-#include "analysis/plot.hpp"
 #include "studies/mqar_grid.hpp"
-#include "studies/outputs.hpp"
 #include "studies/study.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace vla::studies {
@@ -64,12 +64,7 @@ Study fig6_mqar_long_context() {
       TextTable t{fmt::format("long_context_{}steps", steps), fmt::format("Eval exact match, mean ± sd over seeds, {} steps.", steps),
                   {"model"}, {}};
       for (int T : lengths(ctx.opt)) t.header.push_back(fmt::format("T = {}", T));
-      // Fig. 6 itself: accuracy against T, one line per mixer (the mean over seeds) and its paper level.
-      std::vector<std::string> header{"T"};
-      for (const auto& m : recipe::kMixers) header.push_back(std::string(m) + "_mean");
-      for (const auto& m : recipe::kMixers) header.push_back(std::string(m) + "_paper");
-      std::vector<std::vector<double>> curve;
-      for (int T : lengths(ctx.opt)) curve.push_back({double(T)});
+      std::map<std::string, std::vector<double>> mean;  // mixer -> the mean over seeds at each T
       for (const auto& m : recipe::kMixers) {
         t.rows.push_back({paper_name(m)});
         for (std::size_t i = 0; i < lengths(ctx.opt).size(); ++i) {
@@ -81,23 +76,19 @@ Study fig6_mqar_long_context() {
           r.steps = steps;
           const auto c = recipe::cell(ctx, r, recipe::seeds(ctx.opt));
           t.rows.back().push_back(c.mean_sd());
-          curve[i].push_back(c.mean);
+          mean[m].push_back(c.mean);
           sec.comparisons.push_back(within_abs(fmt::format("{}, T = {}, {} steps", paper_name(m), T, steps), ctx.paper(m), c.mean, 0.05));
         }
       }
-      for (auto& row : curve)
-        for (const auto& m : recipe::kMixers) row.push_back(ctx.paper(m).value);
       sec.tables.push_back(t);
-      analysis::PlotSpec ps = analysis::plot_spec(fmt::format("MQAR n = 8 against T, {} steps (Fig. 6)", steps), "T (tokens)",
-                                                  "eval exact match", false, true);
-      ps.with = "linespoints";
-      ps.extra = "set yrange [0:1.05]\n";
-      const int k = int(recipe::kMixers.size());
-      for (int i = 0; i < k; ++i) ps.series.push_back({2 + i, paper_name(recipe::kMixers[i]) + " (measured, mean)"});
-      for (int i = 0; i < k; ++i) ps.series.push_back({2 + k + i, paper_name(recipe::kMixers[i]) + " (paper)"});
-      sec.plots.push_back(plot_table(ctx, fmt::format("long_context_{}steps", steps), header, curve, ps,
-                                     fmt::format("Fig. 6: eval exact match against T at n = 8, mean over seeds, {} steps; the paper's levels "
-                                                 "as lines", steps)));
+      // Fig. 6 itself: accuracy against T, one line per mixer (the mean over seeds) and its paper level.
+      const std::vector<int> Ts = lengths(ctx.opt);
+      const AccuracyAxis axis{"T", "T (tokens)", std::vector<double>(Ts.begin(), Ts.end()), true};
+      sec.plots.push_back(accuracy_plot(
+          ctx, fmt::format("long_context_{}steps", steps), fmt::format("MQAR n = 8 against T, {} steps (Fig. 6)", steps), axis,
+          recipe::kMixers, [&](const std::string& m, std::size_t i) { return mean[m][i]; },
+          [&](const std::string& m, std::size_t) { return ctx.paper(m).value; },
+          fmt::format("Fig. 6: eval exact match against T at n = 8, mean over seeds, {} steps; the paper's levels as lines", steps)));
     }
     sec.verdict = verdict_of(sec.comparisons);
     sec.verdict_rule = "Each mixer's accuracy at every T against the paper's level, |diff| <= 0.05.";
