@@ -1,28 +1,22 @@
-// The chunkwise-parallel forward of Algorithm 1 on the GPU. The equations (V1)-(V5) are derived in
-// docs/chunkwise-vla.md; core/rules/vla/chunked.hpp is the same algorithm on the CPU over any scalar, and
-// the GPU tests hold this kernel to the CPU double path (tests/gpu/test_chunked_vla_forward.cpp).
+// The chunkwise-parallel forward of Algorithm 1 on the GPU. The equations are derived in
+// docs/chunkwise-vla.md: (V1)-(V5) within a chunk, (P1)-(P3) for the penalty chain across groups.
+// core/rules/vla/chunked.hpp and core/rules/vla/penalty_chain.hpp are the same algebra on the CPU over any
+// scalar; the GPU tests hold this forward to the CPU double path (tests/gpu/test_chunked_vla_forward.cpp).
 //
-// Parallel structure. One thread block owns one (b, h) sequence and walks its chunks in order: the chunk
-// boundary state (A_c, S_c, z_c) is the only thing carried, in shared memory. Within a chunk of n <= CM
-// tokens (rows of every chunk matrix are tokens; rows n.. are zero, so every product runs over whole
-// tiles), eight phases separated by block barriers ("tc": on the tensor cores, see below):
-//   P1  W = U A_c and K A_c                                            (V1, V3)  tc
-//   P2  G = I + U W^T                                                  (V1)      tc
-//   P3  warp 0:  G = L D L^T (the pivots D_t are Alg. 1's delta_t, clamped as produced, line 13),
-//                then Y = L^-1 W by a column sweep                     (V2)
-//       warp 1:  the running key sums z_c + sum_{j<=t} phi(k_j), and z for the next chunk   (D3, line 24)
-//       others:  QS = Q S_c^T and E = V - K S_c^T                      (V5)      tc
-//   P4  M = tril(K Y^T) D^-1, then alpha_t = (K A_c)_t - (M Y)_t, + eta k_hat_t when the refresh falls on
-//       the chunk's last token                                         (V3)      tc
-//   P5  one warp per token: alpha_hat_t = unit(alpha_t) (line 20), den_t = max(phi(q_t) . z_t, eps) (D3)
-//   P6  L_S = strictly lower K Alpha^T, QA = lower Q Alpha^T           (V5)      tc
-//   P7  warp 0:  E = (I + L_S)^-1 E by a column sweep                  (V5)
-//       others:  Y^T D^-1 Y (V4, tc); the next chunk's features from the inputs prefetched in P1
-//   P8  O = (QS + QA E) / den (stored), S' = S_c + E^T Alpha (V5, tc), A' = A_c - sym(Y^T D^-1 Y)
-//       (+ eta I on a refresh, V4)
-// The factorisation and the two triangular sweeps are the sequential parts: each is CM steps of one warp
-// in registers and shuffles, no block barrier inside. The products run on the tensor cores (m16n8k8 TF32
-// MMAs with fp32 accumulation) at fp32 accuracy by default (3xTF32) or with TF32 operands (ChunkedVlaOperands).
+// Parallel structure. A sequence is cut into groups of `group` refresh segments (without a refresh,
+// `group` chunks); a group into chunks of at most C tokens that end on refresh steps. Only two short
+// chains run in sequence order, one step per group; everything else runs for every group at once, one
+// warp per (sequence, group), lane = coordinate (d = 32):
+//   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone; the group's key sum
+//   2 penalty_chain   per sequence: A at every group start by (P3) (one 32 x 32 solve per group), and z
+//   3 alphas          from A_g, the group's chunks in order: W, G = L D L^T, Y, Alpha, A' (V1-V4); writes
+//                     alpha_hat_t (line 20) for every token
+//   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
+//                     (V5 is linear in S; run on the augmented state [S; I] from [0; I] it leaves [B_g; Tr_g])
+//   5 memory_chain    per sequence: S at every group start, S_{g+1} = S_g Tr_g + B_g
+//   6 outputs         from S_g and z_g, the group's chunks in order: the residual sweep and the read (V5, D3)
+// The sequential depth is T / (group tokens) chain steps instead of T / C chunk steps, and the chunk work
+// is spread over B H T / (group tokens) warps instead of B H blocks.
 #include "gpu/chunked_vla_forward.hpp"
 
 #include "core/phi.hpp"
@@ -32,25 +26,55 @@
 namespace vla::gpu {
 namespace {
 
-// VLA_PHASE(i) ends phase i with a block barrier. For the development driver
-// (gpu/dev/chunked_vla_forward_check.cu defines VLA_CHUNKED_VLA_PHASES and includes this file) it also
-// counts, per warp and phase, the cycles from the barrier that opens the phase to the end of the warp's
-// own work in it (the slowest warp of a phase is its critical path), summed over block 0's chunks.
-#ifdef VLA_CHUNKED_VLA_PHASES
-__device__ unsigned long long chunked_vla_phase_cycles[8][8];
-#define VLA_PHASE(i)                                                                         \
-  do {                                                                                       \
-    phase_cycles[i] += static_cast<unsigned long long>(clock64() - phase_clock);            \
-    __syncthreads();                                                                         \
-    phase_clock = clock64();                                                                 \
-  } while (0)
-#else
-#define VLA_PHASE(i) __syncthreads()
-#endif
-
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
+constexpr int D = 32;               // head width: lane = coordinate
+constexpr int LD = D + 4;           // row stride of the warps' shared matrices: float4 rows, and lane-per-row
+                                    // float4 reads (8 lanes x 4 banks) cover the 32 banks
+constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
+constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(kFull, x, off);
+  return x;  // every lane holds bitwise the same sum (a xor butterfly adds symmetric pairs)
+}
+
+// 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that the
+// error shows in the output instead of a plausible 0 (docs/recurrences.md, "Scale").
+__device__ __forceinline__ float inv_norm(float sq) {
+  return sq > 0.f && sq <= 3.402823466e38f ? 1.f / sqrtf(sq) : __int_as_float(0x7fc00000);
+}
+
+// A compiler barrier for shared-memory reads: unrolled loops would otherwise hoist every row's loads to
+// the top (hundreds of registers); one row at a time keeps the warp's state in registers without spills.
+__device__ __forceinline__ void row_fence() { asm volatile("" ::: "memory"); }
+
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// x . row over the 32 coordinates, `row` a 16-byte aligned shared row (broadcast reads) and x in registers.
+__device__ __forceinline__ float dot_row(const float (&x)[D], const float* __restrict__ row) {
+  float acc = 0.f;
+#pragma unroll
+  for (int k = 0; k < D; k += 4) {
+    const float4 r = ld4(row + k);
+    acc = fmaf(x[k], r.x, acc);
+    acc = fmaf(x[k + 1], r.y, acc);
+    acc = fmaf(x[k + 2], r.z, acc);
+    acc = fmaf(x[k + 3], r.w, acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ void load_row(float (&x)[D], const float* __restrict__ row) {
+#pragma unroll
+  for (int k = 0; k < D; k += 4) {
+    const float4 r = ld4(row + k);
+    x[k] = r.x; x[k + 1] = r.y; x[k + 2] = r.z; x[k + 3] = r.w;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Geometry shared by host and device.
 
 // A chunk's start c0 -> its length: C tokens, fewer at the end of the sequence, and ending on the next
 // refresh step (line 16 after the steps with (t + 1) mod period == 0), as core/rules/vla/chunked.hpp.
@@ -60,411 +84,518 @@ __host__ __device__ inline int chunk_length(int c0, int T, int C, int period) {
   return n;
 }
 
-// Shared memory of one block: row-major matrices with row stride LD = D + 4 floats (rows 16-byte aligned
-// for float4 loads; the tensor-core fragments, which read 8 rows x 4 columns, then hit 32 banks). Token
-// matrices have NP = CM rounded up to 16 rows (the MMA tile's m16); rows n..NP-1 stay zero.
-template <int D, int CM> struct ChunkSmem {
-  static constexpr int LD = D + 4;
-  static constexpr int NP = (CM + 15) / 16 * 16;
-  float A[D * LD];   // A_c (d, d), symmetric
-  float dA[D * LD];  // Y^T D^-1 Y      (V4)
-  float S[D * LD];   // S_c (d_v, d); row i is value coordinate i
-  float z[D];        // z_c, the sum of phi(k) so far
-  // The chunk's per-token maps (Alg. 1 lines 8-10), double-buffered: the next chunk's are made during this one.
-  float Qf[2][NP * LD];  // phi(q_t)
-  float Kf[2][NP * LD];  // phi(k_t)
-  float Kh[2][NP * LD];  // k_hat_t
-  float U[2][NP * LD];   // u_t = unit(u_raw) / sqrt(d)
-  float V[2][NP * LD];   // v_t
-  float W[NP * LD];   // U A_c                 (V1)
-  float KA[NP * LD];  // K A_c                 (V3)
-  float Y[NP * LD];   // L^-1 W, rows A_{t-1} u_t   (V2)
-  float Ah[NP * LD];  // alpha_t, then alpha_hat_t   (V3, line 20)
-  float QS[NP * LD];  // Q S_c^T               (V5)
-  float E[NP * LD];   // V - K S_c^T, then the residuals E   (V5)
-  float G[NP * LD];   // I + U W^T, then L (strictly lower) (V1); then tril(K Y^T) D^-1 (V3)
-  float LS[NP * LD];  // K Alpha^T, strictly lower   (V5)
-  float QA[NP * LD];  // Q Alpha^T, lower            (V5)
-  float Zc[NP * LD];  // z_c + sum_{j<=t} phi(k_j), the read's running key sums   (D3)
-  float Dinv[NP];     // 1 / D_t
-  float den[NP];      // the read's denominators
+struct Plan {
+  int T, C, period;
+  int group_tokens;  // a multiple of the period (refresh on) or of C (off): chunks never cross a group
+  int groups;        // per sequence
+  int seqs;          // B H
+  float lambda0, eta, eps;
+  // Workspace, floats: per (sequence, group) slots, then alpha_hat for every token.
+  float* pi;      // (seqs, groups, 2D, 2D)  Pi_g
+  float* zsum;    // (seqs, groups, D)       the group's sum of phi(k_t)
+  float* a0;      // (seqs, groups, D, D)    A before the group
+  float* z0;      // (seqs, groups, D)       z before the group
+  float* tr;      // (seqs, groups, D, D)    Tr_g
+  float* bm;      // (seqs, groups, D, D)    B_g
+  float* s0;      // (seqs, groups, D, D)    S before the group
+  float* ahat;    // (seqs, T, D)            alpha_hat_t
+  __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(kFull, x, off);
-  return x;  // every lane holds bitwise the same sum (a xor butterfly adds symmetric pairs)
+// The group-parallel kernels: block b, warp w -> (sequence, group); false for a warp past the last group.
+__device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
+  const int per_seq = (pl.groups + kWarps - 1) / kWarps;
+  seq = blockIdx.x / per_seq;
+  g = (blockIdx.x % per_seq) * kWarps + static_cast<int>(threadIdx.x >> 5);
+  return g < pl.groups;
 }
 
-// 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that
-// the error shows in the output instead of a plausible 0 (docs/recurrences.md, "Scale").
-__device__ __forceinline__ float inv_norm(float sq) {
-  return sq > 0.f && sq <= 3.402823466e38f ? 1.f / sqrtf(sq) : __int_as_float(0x7fc00000);
-}
+// ---------------------------------------------------------------------------------------------------------
+// 1. group_maps: Pi_g = H_m ... H_1 with H_s = [[I + eta_s Gram_s, eta_s I], [Gram_s, I]] (P2).
 
-// a . b over K floats, both 16-byte aligned (float4 loads: a quarter warp reading 8 rows of stride LD
-// then covers 32 banks).
-template <int K> __device__ __forceinline__ float dot(const float* __restrict__ a, const float* __restrict__ b) {
-  float acc = 0.f;
-#pragma unroll
-  for (int k = 0; k < K; k += 4) {
-    const float4 x = *reinterpret_cast<const float4*>(a + k), y = *reinterpret_cast<const float4*>(b + k);
-    acc = fmaf(x.x, y.x, acc);
-    acc = fmaf(x.y, y.y, acc);
-    acc = fmaf(x.z, y.z, acc);
-    acc = fmaf(x.w, y.w, acc);
+struct alignas(16) MapSmem {
+  float pi[2 * D][2 * D + 1];  // Pi, lane j owns columns j and j + D
+  float gram[D][LD];           // the segment's Gram, rows broadcast
+};
+
+__global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensors x, Plan pl) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
+  const int lane = threadIdx.x & 31;
+  MapSmem& s = reinterpret_cast<MapSmem*>(smem)[threadIdx.x >> 5];
+  for (int i = 0; i < 2 * D; ++i) {
+    s.pi[i][lane] = i == lane ? 1.f : 0.f;
+    s.pi[i][lane + D] = i == lane + D ? 1.f : 0.f;
   }
-  return acc;
-}
-
-// The tensor cores in fp32 accuracy: x = big + small with both parts TF32 (10-bit mantissa), and
-// a b ~ a_big b_big + a_big b_small + a_small b_big (the dropped a_small b_small is ~2^-22 relative): three
-// m16n8k8 TF32 MMAs with fp32 accumulation per fp32 product ("3xTF32").
-__device__ __forceinline__ unsigned tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-
-__device__ __forceinline__ void split_tf32(float x, unsigned& big, unsigned& small) {
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(x - __uint_as_float(big)));
-}
-
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// One warp: the 16 x 8 tile at (m0, n0) of C += sum_{k < K} a(m, k) b(k, n), K a multiple of 8. Lane
-// (g, t) = (lane / 4, lane % 4) holds C at (m0 + g, n0 + 2t), (m0 + g, n0 + 2t + 1), (m0 + g + 8, n0 + 2t),
-// (m0 + g + 8, n0 + 2t + 1) in c[0..3] (PTX ISA, mma.m16n8k8 fragment layouts).
-// kOps: Fp32 (3xTF32, fp32 accuracy) or Tf32 (one MMA of the TF32-rounded operands).
-template <int K, ChunkedVlaOperands kOps, class FA, class FB>
-__device__ __forceinline__ void mma_tile(float (&c)[4], FA a, FB b, int m0, int n0, int lane) {
-  const int g = lane >> 2, t = lane & 3;
+  const long long base = static_cast<long long>(seq) * pl.T * D;
+  const float u_scale = 1.f / sqrtf(static_cast<float>(D));
+  const int t0 = g * pl.group_tokens, t1 = min(pl.T, t0 + pl.group_tokens);
+  const int seg = pl.period > 0 ? pl.period : pl.group_tokens;  // without a refresh: one segment, H = [[I, 0], [Gram, I]]
+  float zs = 0.f;
+  for (int s0 = t0; s0 < t1; s0 += seg) {
+    const int s1 = min(t1, s0 + seg);
+    float gram[D];  // column `lane` of the segment's Gram
 #pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 8) {
-    unsigned ab[4], as[4], bb[2], bs[2];
-    if constexpr (kOps == ChunkedVlaOperands::Tf32) {
-      ab[0] = tf32(a(m0 + g, k0 + t));
-      ab[1] = tf32(a(m0 + g + 8, k0 + t));
-      ab[2] = tf32(a(m0 + g, k0 + t + 4));
-      ab[3] = tf32(a(m0 + g + 8, k0 + t + 4));
-      bb[0] = tf32(b(k0 + t, n0 + g));
-      bb[1] = tf32(b(k0 + t + 4, n0 + g));
-      mma_tf32(c, ab, bb);
-      continue;
+    for (int i = 0; i < D; ++i) gram[i] = 0.f;
+    for (int t = s0; t < s1; ++t) {
+      const float ur = x.u[base + static_cast<long long>(t) * D + lane];
+      const float u = ur * inv_norm(warp_sum(ur * ur)) * u_scale;  // line 10
+      zs += elu_plus_one(x.k[base + static_cast<long long>(t) * D + lane]);
+#pragma unroll
+      for (int i = 0; i < D; ++i) gram[i] = fmaf(__shfl_sync(kFull, u, i), u, gram[i]);
     }
-    split_tf32(a(m0 + g, k0 + t), ab[0], as[0]);
-    split_tf32(a(m0 + g + 8, k0 + t), ab[1], as[1]);
-    split_tf32(a(m0 + g, k0 + t + 4), ab[2], as[2]);
-    split_tf32(a(m0 + g + 8, k0 + t + 4), ab[3], as[3]);
-    split_tf32(b(k0 + t, n0 + g), bb[0], bs[0]);
-    split_tf32(b(k0 + t + 4, n0 + g), bb[1], bs[1]);
-    mma_tf32(c, as, bb);  // the small terms first, the large last
-    mma_tf32(c, ab, bs);
-    mma_tf32(c, ab, bb);
-  }
-}
-
-// Calls f(m, n, value) for the four entries of a tile that lane holds.
-template <class F> __device__ __forceinline__ void tile_store(const float (&c)[4], int m0, int n0, int lane, F f) {
-  const int g = lane >> 2, t = lane & 3;
-  f(m0 + g, n0 + 2 * t, c[0]);
-  f(m0 + g, n0 + 2 * t + 1, c[1]);
-  f(m0 + g + 8, n0 + 2 * t, c[2]);
-  f(m0 + g + 8, n0 + 2 * t + 1, c[3]);
-}
-
-// c[0..3] = f(m, n) at the entries of the tile that lane holds.
-template <class F> __device__ __forceinline__ void tile_load(float (&c)[4], int m0, int n0, int lane, F f) {
-  const int g = lane >> 2, t = lane & 3;
-  c[0] = f(m0 + g, n0 + 2 * t);
-  c[1] = f(m0 + g, n0 + 2 * t + 1);
-  c[2] = f(m0 + g + 8, n0 + 2 * t);
-  c[3] = f(m0 + g + 8, n0 + 2 * t + 1);
-}
-
-// out(m, n) = sum_{k < K} a(m, k) b(k, n) for m < M, n < N on the tensor cores, handed to epi(m, n, value).
-// The M/16 x N/8 tiles are dealt round-robin to `slots` warps; the calling warp is `slot` of them.
-template <int M, int N, int K, ChunkedVlaOperands kOps, class FA, class FB, class FE>
-__device__ __forceinline__ void product(FA a, FB b, FE epi, int slot, int slots, int lane) {
-  for (int tile = slot; tile < (M / 16) * (N / 8); tile += slots) {
-    const int m0 = tile / (N / 8) * 16, n0 = tile % (N / 8) * 8;
-    float c[4] = {0.f, 0.f, 0.f, 0.f};
-    mma_tile<K, kOps>(c, a, b, m0, n0, lane);
-    tile_store(c, m0, n0, lane, epi);
-  }
-}
-
-template <int D, int CM, ChunkedVlaOperands kOps> struct ChunkedVla {
-  using Sm = ChunkSmem<D, CM>;
-  static constexpr int LD = Sm::LD, NP = Sm::NP;
-  static_assert(D == 32, "lane = coordinate: one warp per token row");
-  // Raw inputs of the next chunk, prefetched into registers by warps 1.. (row r of the chunk is held by
-  // warp 1 + r % (kWarps - 1), lane = coordinate), so that their loads overlap this chunk's work.
-  static constexpr int kRows = (CM + kWarps - 2) / (kWarps - 1);
-
-  struct Raw {
-    float q[kRows], k[kRows], v[kRows], u[kRows];
-  };
-
-  __device__ static void prefetch(Raw& raw, const RecurrentTensors& x, long long base, int c0, int n, int warp, int lane) {
+    const float eta = pl.period > 0 && s1 % pl.period == 0 ? pl.eta : 0.f;
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const int r = warp - 1 + i * (kWarps - 1);
-      const bool in = r < n;
-      const long long off = base + static_cast<long long>(c0 + (in ? r : 0)) * D + lane;
-      raw.q[i] = in ? x.q[off] : 0.f;
-      raw.k[i] = in ? x.k[off] : 0.f;
-      raw.v[i] = in ? x.v[off] : 0.f;
-      raw.u[i] = in ? x.u[off] : 0.f;
+    for (int i = 0; i < D; ++i) s.gram[i][lane] = gram[i];
+    __syncwarp();
+    // H_s Pi, column by column: bottom' = Gram top + bottom, top' = top + eta_s bottom'.
+#pragma unroll 1
+    for (int half = 0; half < 2; ++half) {
+      const int c = lane + half * D;
+      float top[D];
+#pragma unroll
+      for (int i = 0; i < D; ++i) top[i] = s.pi[i][c];
+#pragma unroll 4
+      for (int i = 0; i < D; ++i) {
+        const float bottom = s.pi[D + i][c] + dot_row(top, s.gram[i]);
+        s.pi[D + i][c] = bottom;
+        s.pi[i][c] = fmaf(eta, bottom, top[i]);
+      }
     }
+    __syncwarp();
   }
+  float* out = pl.pi + pl.slot(seq, g) * (4 * D * D);
+  for (int i = 0; i < 2 * D; ++i) {
+    out[i * 2 * D + lane] = s.pi[i][lane];
+    out[i * 2 * D + lane + D] = s.pi[i][lane + D];
+  }
+  pl.zsum[pl.slot(seq, g) * D + lane] = zs;
+}
 
-  // Alg. 1 lines 8-10 for the prefetched rows into feature buffer b; rows n..CM-1 become zero.
-  __device__ static void features(Sm& s, int b, const Raw& raw, int n, int warp, int lane) {
-    const float u_scale = 1.f / sqrtf(static_cast<float>(D));
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const int r = warp - 1 + i * (kWarps - 1);
-      if (r >= CM) continue;  // warp-uniform
-      const float qf = elu_plus_one(raw.q[i]), kf = elu_plus_one(raw.k[i]);
-      const float k_inv = inv_norm(warp_sum(kf * kf)), u_inv = inv_norm(warp_sum(raw.u[i] * raw.u[i])) * u_scale;
-      const bool in = r < n;
-      const int at = r * LD + lane;
-      s.Qf[b][at] = in ? qf : 0.f;
-      s.Kf[b][at] = in ? kf : 0.f;
-      s.Kh[b][at] = in ? kf * k_inv : 0.f;
-      s.U[b][at] = in ? raw.u[i] * u_inv : 0.f;
-      s.V[b][at] = in ? raw.v[i] : 0.f;
+// ---------------------------------------------------------------------------------------------------------
+// 2. penalty_chain: A_{g+1} = (Pi11 A + Pi12)(Pi21 A + Pi22)^{-1} (P3), and z_{g+1} = z_g + zsum_g.
+// Warp r owns row r of [Z^T | X^T] (lane j: columns j and D + j); Gauss-Jordan with partial pivoting
+// solves Z^T A' = X^T, two block barriers per pivot.
+
+struct ChainSmem {
+  float pi[2 * D][2 * D + 1];
+  float a[D][D + 1];
+  float next[D][D + 1];
+  float cand[2][D];    // |pivot candidates| by row, double-buffered by step parity
+  float prow[2][2 * D];
+};
+
+__global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
+  __shared__ ChainSmem s;
+  const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  s.a[r][lane] = r == lane ? 1.f / pl.lambda0 : 0.f;  // line 4
+  float z = 0.f;                                      // warp 0: z, lane = coordinate
+  for (int g = 0; g < pl.groups; ++g) {
+    const long long slot = pl.slot(seq, g);
+    const float* pi = pl.pi + slot * (4 * D * D);
+    for (int i = threadIdx.x; i < 4 * D * D; i += kChainThreads) s.pi[i / (2 * D)][i % (2 * D)] = pi[i];
+    __syncthreads();
+    pl.a0[slot * D * D + r * D + lane] = s.a[r][lane];
+    if (r == 0) {
+      pl.z0[slot * D + lane] = z;
+      z += pl.zsum[slot * D + lane];
     }
-  }
-
-  // (V1), (V3): W = U A_c and K A_c (A_c symmetric: b(k, n) = A[n][k], the conflict-free read).
-  __device__ static void penalty_products(Sm& s, int b, int warp, int lane) {
-    const float *U = s.U[b], *Kh = s.Kh[b];
-    const auto A = [&](int k, int n) { return s.A[n * LD + k]; };
-    constexpr int kTiles = NP / 16 * (D / 8);  // per product; the second starts where the first ends
-    product<NP, D, D, kOps>([&](int m, int k) { return U[m * LD + k]; }, A, [&](int m, int n, float v) { s.W[m * LD + n] = v; }, warp,
-                      kWarps, lane);
-    product<NP, D, D, kOps>([&](int m, int k) { return Kh[m * LD + k]; }, A, [&](int m, int n, float v) { s.KA[m * LD + n] = v; },
-                      (warp + kTiles) % kWarps, kWarps, lane);
-  }
-
-  // Warp 0 of P3: the unpivoted L D L^T of G, lane i holding row i in registers (right-looking: after
-  // pivot j, every row i > j subtracts L_ij L_kj D_j from its entries k in (j, i]), then Y = L^-1 W.
-  __device__ static void factor_and_solve(Sm& s, float eps, int lane) {
-    float g[CM];
+    // Row r of Z^T and X^T: Z^T[r][j] = sum_k Pi21[j][k] A[k][r] + Pi22[j][r], X^T likewise with Pi11, Pi12.
+    float zt = s.pi[D + lane][D + r], xt = s.pi[lane][D + r];
+#pragma unroll 8
+    for (int k = 0; k < D; ++k) {
+      const float akr = s.a[k][r];
+      zt = fmaf(s.pi[D + lane][k], akr, zt);
+      xt = fmaf(s.pi[lane][k], akr, xt);
+    }
+    bool used = false;
+    int my_step = -1;
+    for (int k = 0; k < D; ++k) {
+      const int b = k & 1;
+      const float zrk = __shfl_sync(kFull, zt, k);
+      if (lane == 0) s.cand[b][r] = used ? -1.f : fabsf(zrk);
+      __syncthreads();
+      // Every warp finds the same pivot row p: the largest |candidate|, the first on ties; a NaN candidate
+      // never wins, and with every candidate NaN the first unused row is taken (the NaN then spreads).
+      float best = s.cand[b][lane];
+      int at = lane;
+      if (!(best >= 0.f)) best = -1.f;
 #pragma unroll
-    for (int j = 0; j < CM; ++j) g[j] = lane < CM && j <= lane ? s.G[lane * LD + j] : 0.f;
-    float inv_own = 0.f;
+      for (int off = 16; off > 0; off >>= 1) {
+        const float ob = __shfl_xor_sync(kFull, best, off);
+        const int oa = __shfl_xor_sync(kFull, at, off);
+        if (ob > best || (ob == best && oa < at)) { best = ob; at = oa; }
+      }
+      int p = at;
+      if (best < 0.f) {  // no usable candidate: the first unused row (cand -1 marks used rows)
+        const unsigned unused = __ballot_sync(kFull, s.cand[b][lane] != -1.f);
+        p = unused ? __ffs(unused) - 1 : 0;
+      }
+      if (r == p) {
+        s.prow[b][lane] = zt;
+        s.prow[b][D + lane] = xt;
+        used = true;
+        my_step = k;
+      }
+      __syncthreads();
+      if (r != p) {
+        const float f = zrk / s.prow[b][k];
+        zt = fmaf(-f, s.prow[b][lane], zt);
+        xt = fmaf(-f, s.prow[b][D + lane], xt);
+      }
+    }
+    // The row chosen at step k holds A'^T row k times its pivot (A' symmetric: row k of A').
+    s.next[my_step][lane] = xt / __shfl_sync(kFull, zt, my_step);
+    __syncthreads();
+    s.a[r][lane] = 0.5f * (s.next[r][lane] + s.next[lane][r]);  // symmetrised, as the recurrence is
+    __syncthreads();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// 3. alphas: from A_g, the group's chunks in order (V1)-(V4); lane j keeps column j of A in registers.
+
+template <int CM> struct alignas(16) AlphaSmem {
+  float U[CM][LD];    // u_t                     (line 10)
+  float K[CM][LD];    // k_hat_t                 (line 9)
+  float W[CM][LD];    // U A_c, then Y = L^-1 W  (V1, V2)
+  float L[CM][CM + 1];
+  float KYD[CM][CM + 1];  // tril(K Y^T) D^-1    (V3)
+  float Dinv[CM];
+};
+
+template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
+  const int lane = threadIdx.x & 31;
+  AlphaSmem<CM>& s = reinterpret_cast<AlphaSmem<CM>*>(smem)[threadIdx.x >> 5];
+  const long long base = static_cast<long long>(seq) * pl.T * D;
+  const float u_scale = 1.f / sqrtf(static_cast<float>(D));
+  float a[D];  // column `lane` of A (= row, A symmetric)
+  const float* a0 = pl.a0 + pl.slot(seq, g) * D * D;
+#pragma unroll
+  for (int i = 0; i < D; ++i) a[i] = a0[i * D + lane];
+  const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
+  for (int c0 = g * pl.group_tokens; c0 < t1;) {
+    const int n = chunk_length(c0, pl.T, pl.C, pl.period);
+    const float shift = pl.period > 0 && (c0 + n) % pl.period == 0 ? pl.eta : 0.f;
+    // Lines 8-10 for the chunk's rows; rows n.. are zero, so every loop below runs over all CM rows.
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      float kh = 0.f, u = 0.f;
+      if (r < n) {
+        const long long at = base + static_cast<long long>(c0 + r) * D + lane;
+        const float kf = elu_plus_one(x.k[at]), ur = x.u[at];
+        kh = kf * inv_norm(warp_sum(kf * kf));
+        u = ur * inv_norm(warp_sum(ur * ur)) * u_scale;
+      }
+      s.K[r][lane] = kh;
+      s.U[r][lane] = u;
+    }
+    __syncwarp();
+    // (V1, V3): w_t = A_c u_t and (K A_c)_t, lane = coordinate.
+    float w[CM], ka[CM];
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      w[r] = dot_row(a, s.U[r]);
+      ka[r] = dot_row(a, s.K[r]);
+      s.W[r][lane] = w[r];
+    }
+    __syncwarp();
+    // (V1): G = I + U W^T, lane i holding row i, then the unpivoted L D L^T (right-looking: after pivot j every
+    // row i > j subtracts L_ij L_kj D_j from its entries k in (j, i]); D_t are Alg. 1's delta_t, clamped as
+    // produced (line 13).
+    {
+      const int row = lane < CM ? lane : 0;
+      float ur[D], gr[CM];
+      load_row(ur, s.U[row]);
+#pragma unroll
+      for (int j = 0; j < CM; ++j) gr[j] = lane < CM && j <= lane ? dot_row(ur, s.W[j]) + (j == lane ? 1.f : 0.f) : 0.f;
+      float inv_own = 0.f;
+#pragma unroll
+      for (int j = 0; j < CM; ++j) {
+        float djj = __shfl_sync(kFull, gr[j], j);
+        djj = djj >= pl.eps ? djj : pl.eps;  // line 13's clamp (NaN -> eps; a NaN input still spreads through W)
+        const float inv = __frcp_rn(djj);
+        const float gij = gr[j];
+        const float lij = lane > j ? gij * inv : 0.f;
+#pragma unroll
+        for (int k = j + 1; k < CM; ++k) {
+          const float gkj = __shfl_sync(kFull, gij, k);
+          if (k <= lane) gr[k] = fmaf(-lij, gkj, gr[k]);
+        }
+        gr[j] = lij;
+        if (lane == j) inv_own = inv;
+      }
+      if (lane < CM) {
+#pragma unroll
+        for (int j = 0; j < CM; ++j) s.L[lane][j] = gr[j];
+        s.Dinv[lane] = inv_own;
+      }
+    }
+    __syncwarp();
+    // (V2): Y = L^-1 W, lane = column; rows y_t = A_{t-1} u_t.
+#pragma unroll
+    for (int j = 0; j < CM; ++j)
+#pragma unroll
+      for (int i = j + 1; i < CM; ++i) w[i] = fmaf(-s.L[i][j], w[j], w[i]);
+#pragma unroll
+    for (int r = 0; r < CM; ++r) s.W[r][lane] = w[r];
+    __syncwarp();
+    // (V3): KYD = tril(K Y^T) D^-1 (lane j: column j), then alpha_t = (K A_c)_t - sum_{j<=t} KYD_tj y_j.
+    if (lane < CM) {
+      float yr[D];
+      load_row(yr, s.W[lane]);
+      const float dinv = s.Dinv[lane];
+#pragma unroll
+      for (int t = 0; t < CM; ++t) s.KYD[t][lane] = lane <= t ? dot_row(yr, s.K[t]) * dinv : 0.f;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int t = 0; t < CM; ++t) {
+      float al = ka[t];
+#pragma unroll
+      for (int j = 0; j <= t; ++j) al = fmaf(-s.KYD[t][j], w[j], al);
+      if (t == n - 1) al = fmaf(shift, s.K[t][lane], al);  // the chunk's last token reads A after its refresh
+      const float ah = al * inv_norm(warp_sum(al * al));   // line 20
+      if (t < n) pl.ahat[base + static_cast<long long>(c0 + t) * D + lane] = ah;
+    }
+    // (V4): A' = A_c - Y^T D^-1 Y (+ eta I): entry (i, j) sums D_r^-1 (y_ri y_rj) in the same order as (j, i),
+    // so A stays symmetric bit for bit, as the recurrence's z z^T / delta.
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      float yr[D];
+      load_row(yr, s.W[r]);
+      const float dr = s.Dinv[r];
+#pragma unroll
+      for (int i = 0; i < D; ++i) a[i] = fmaf(-dr, yr[i] * w[r], a[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < D; ++i)
+      if (i == lane) a[i] += shift;
+    __syncwarp();
+    c0 += n;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// 4 and 6. The memory of (V5): per chunk E = (I + L_S)^-1 (V - K S^T), S' = S + E^T Alpha. Lane i owns row i
+// of S (value coordinate i). kMap: the augmented rows D + i, started at e_i with no value, carry the map's
+// linear part, and rows i started at 0 its constant part; otherwise S starts at S_g and the outputs are read.
+
+template <int CM, bool kMap> struct alignas(16) MemorySmem {
+  float K[CM][LD];   // k_hat_t
+  float Ah[CM][LD];  // alpha_hat_t
+  float Q[kMap ? 1 : CM][LD];  // phi(q_t)
+  float LS[CM][CM + 1];        // k_hat_t . alpha_hat_j, j < t
+  float QA[kMap ? 1 : CM][CM + 1];  // phi(q_t) . alpha_hat_j, j <= t
+};
+
+template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
+  const int lane = threadIdx.x & 31;
+  MemorySmem<CM, kMap>& s = reinterpret_cast<MemorySmem<CM, kMap>*>(smem)[threadIdx.x >> 5];
+  const long long base = static_cast<long long>(seq) * pl.T * D, slot = pl.slot(seq, g);
+  constexpr int R = kMap ? 2 : 1;  // rows of S per lane
+  float S[R][D];
+#pragma unroll
+  for (int j = 0; j < D; ++j) {
+    S[0][j] = kMap ? 0.f : pl.s0[slot * D * D + lane * D + j];
+    if constexpr (kMap) S[1][j] = j == lane ? 1.f : 0.f;
+  }
+  float z = kMap ? 0.f : pl.z0[slot * D + lane];  // lane = key coordinate
+  const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
+  for (int c0 = g * pl.group_tokens; c0 < t1;) {
+    const int n = chunk_length(c0, pl.T, pl.C, pl.period);
+    float vv[CM], den[CM];
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      float kh = 0.f, ah = 0.f, qf = 0.f;
+      vv[r] = 0.f;
+      den[r] = 1.f;
+      if (r < n) {
+        const long long at = base + static_cast<long long>(c0 + r) * D + lane;
+        const float kf = elu_plus_one(x.k[at]);
+        kh = kf * inv_norm(warp_sum(kf * kf));
+        ah = pl.ahat[at];
+        vv[r] = x.v[at];
+        if constexpr (!kMap) {
+          qf = elu_plus_one(x.q[at]);
+          z += kf;                               // line 24
+          const float qz = warp_sum(qf * z);
+          den[r] = qz < pl.eps ? pl.eps : qz;    // line 26: max(., eps), keeping a NaN
+        }
+      }
+      s.K[r][lane] = kh;
+      s.Ah[r][lane] = ah;
+      if constexpr (!kMap) s.Q[r][lane] = qf;
+    }
+    __syncwarp();
+    // E before the sweep: v_t - S k_hat_t for this lane's rows (the augmented rows have no value).
+    float e[R][CM], qs[kMap ? 1 : CM];
+#pragma unroll
+    for (int t = 0; t < CM; ++t) {
+      row_fence();
+      float kr[D];
+      load_row(kr, s.K[t]);
+#pragma unroll
+      for (int h = 0; h < R; ++h) {
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < D; ++j) acc = fmaf(S[h][j], kr[j], acc);
+        e[h][t] = (h == 0 ? vv[t] : 0.f) - acc;
+      }
+      if constexpr (!kMap) qs[t] = dot_row(S[0], s.Q[t]);
+    }
+    // L_S and QA, lane j: column j.
+    if (lane < CM) {
+      float ar[D];
+      load_row(ar, s.Ah[lane]);
+#pragma unroll
+      for (int t = 0; t < CM; ++t) {
+        row_fence();
+        s.LS[t][lane] = lane < t ? dot_row(ar, s.K[t]) : 0.f;
+        if constexpr (!kMap) s.QA[t][lane] = lane <= t ? dot_row(ar, s.Q[t]) : 0.f;
+      }
+    }
+    __syncwarp();
+    // The residual sweep (I + L_S) E = V - K S^T.
 #pragma unroll
     for (int j = 0; j < CM; ++j) {
-      float djj = __shfl_sync(kFull, g[j], j);  // G'_jj, from lane j
-      djj = djj >= eps ? djj : eps;              // line 13's clamp, applied as the pivot is produced (NaN -> eps)
-      const float inv = __frcp_rn(djj);
-      const float gij = g[j];                    // G'_ij = L_ij D_j on lanes i > j
-      const float lij = lane > j ? gij * inv : 0.f;
+      row_fence();
 #pragma unroll
-      for (int k = j + 1; k < CM; ++k) {
-        const float gkj = __shfl_sync(kFull, gij, k);
-        if (k <= lane) g[k] = fmaf(-lij, gkj, g[k]);
+      for (int t = j + 1; t < CM; ++t) {
+        const float l = s.LS[t][j];
+#pragma unroll
+        for (int h = 0; h < R; ++h) e[h][t] = fmaf(-l, e[h][j], e[h][t]);
       }
-      g[j] = lij;  // row lane of L (strictly lower: zero on and above the diagonal)
-      if (lane == j) inv_own = inv;
     }
+    if constexpr (!kMap) {
+      // O = (Q S_c^T + tril(Q Alpha^T) E) / den (lines 25-26 for the chunk's tokens).
 #pragma unroll
-    for (int j = 0; j < CM; ++j)
-      if (j < lane && lane < CM) s.G[lane * LD + j] = g[j];
-    if (lane < CM) s.Dinv[lane] = inv_own;
+      for (int t = 0; t < CM; ++t) {
+        row_fence();
+        float o = qs[t];
+#pragma unroll
+        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[0][j], o);
+        if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den[t]) ? o / den[t] : __int_as_float(0x7fc00000);
+      }
+    }
+    // S' = S + E^T Alpha.
+#pragma unroll
+    for (int t = 0; t < CM; ++t) {
+      row_fence();
+      float ar[D];
+      load_row(ar, s.Ah[t]);
+#pragma unroll
+      for (int h = 0; h < R; ++h)
+#pragma unroll
+        for (int j = 0; j < D; ++j) S[h][j] = fmaf(e[h][t], ar[j], S[h][j]);
+    }
     __syncwarp();
-    lower_sweep(s.W, s.G, s.Y, lane);  // (V2)
+    c0 += n;
   }
-
-  // out = (I + L)^-1 in for a strictly lower L (CM x CM): lane = column, rows swept in order, each
-  // finished row subtracted from the rows below it; stores after the sweep, so the loads of L can run ahead.
-  __device__ static void lower_sweep(const float* in, const float* __restrict__ L, float* out, int lane) {
-    float acc[CM];
+  if constexpr (kMap) {
 #pragma unroll
-    for (int i = 0; i < CM; ++i) acc[i] = in[i * LD + lane];
-#pragma unroll
-    for (int j = 0; j < CM; ++j)
-#pragma unroll
-      for (int i = j + 1; i < CM; ++i) acc[i] = fmaf(-L[i * LD + j], acc[j], acc[i]);
-    __syncwarp();
-#pragma unroll
-    for (int i = 0; i < CM; ++i) out[i * LD + lane] = acc[i];
-  }
-
-  // Warp 1 of P3: the running key sums z_c + sum_{j<=t} phi(k_j) as rows of Zc, lane = key coordinate, and z
-  // for the next chunk (D3, line 24). The read's denominators are their dot products with phi(q_t) (P5).
-  __device__ static void key_sums(Sm& s, int b, int lane) {
-    const float* __restrict__ Kf = s.Kf[b];
-    float zc = s.z[lane];
-#pragma unroll 4
-    for (int r = 0; r < CM; ++r) {
-      zc += Kf[r * LD + lane];  // rows past the chunk are zero
-      s.Zc[r * LD + lane] = zc;
+    for (int j = 0; j < D; ++j) {
+      pl.bm[slot * D * D + lane * D + j] = S[0][j];
+      pl.tr[slot * D * D + lane * D + j] = S[1][j];
     }
-    s.z[lane] = zc;
   }
-
-  __device__ static void run(const RecurrentTensors& x, const RecurrentParams& p, int C, Sm& s) {
-    const int T = x.T, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const long long base = static_cast<long long>(blockIdx.x) * T * D;
-    const float eps = p.eps;
-    const int period = p.refresh_period;
-
-    float* all = reinterpret_cast<float*>(&s);
-    for (int i = tid; i < static_cast<int>(sizeof(Sm) / sizeof(float)); i += kThreads) all[i] = 0.f;  // padding rows stay 0
-    __syncthreads();
-    if (tid < D) s.A[tid * LD + tid] = 1.f / p.lambda0;  // line 4
-#ifdef VLA_CHUNKED_VLA_PHASES
-    long long phase_clock = clock64();
-    unsigned long long phase_cycles[8] = {};
-#endif
-    Raw raw;
-    int c0 = 0, n = chunk_length(0, T, C, period), b = 0;
-    if (warp > 0) {
-      prefetch(raw, x, base, 0, n, warp, lane);
-      features(s, 0, raw, n, warp, lane);
-    }
-    __syncthreads();
-
-    while (c0 < T) {
-      const int next = c0 + n;
-      const int nn = next < T ? chunk_length(next, T, C, period) : 0;
-      const float shift = period > 0 && next % period == 0 ? p.refresh_eta : 0.f;
-      const float *Qf = s.Qf[b], *Kh = s.Kh[b], *U = s.U[b], *V = s.V[b];
-      const auto row = [](const float* X) { return [X](int m, int k) { return X[m * LD + k]; }; };    // X as the left factor
-      const auto rowT = [](const float* X) { return [X](int k, int n) { return X[n * LD + k]; }; };   // X^T as the right factor
-      const auto col = [](const float* X) { return [X](int k, int n) { return X[k * LD + n]; }; };    // X as the right factor
-
-      // P1 (V1, V3): W = U A_c, K A_c.
-      penalty_products(s, b, warp, lane);
-      if (warp > 0 && nn > 0) prefetch(raw, x, base, next, nn, warp, lane);
-      VLA_PHASE(0);
-
-      // P2 (V1): G = I + U W^T.
-      product<NP, NP, D, kOps>(row(U), rowT(s.W), [&](int m, int j, float v) { s.G[m * LD + j] = v + (m == j ? 1.f : 0.f); }, warp, kWarps,
-                         lane);
-      VLA_PHASE(1);
-
-      // P3: the factorisation and Y (warp 0), the denominators (warp 1), Q S_c^T and V - K S_c^T (the rest).
-      if (warp == 0) {
-        factor_and_solve(s, eps, lane);
-      } else if (warp == 1) {
-        key_sums(s, b, lane);
-      } else {
-        constexpr int kTiles = NP / 16 * (D / 8);
-        product<NP, D, D, kOps>(row(Qf), rowT(s.S), [&](int m, int c, float v) { s.QS[m * LD + c] = v; }, warp - 2, kWarps - 2, lane);
-        product<NP, D, D, kOps>(row(Kh), rowT(s.S), [&](int m, int c, float v) { s.E[m * LD + c] = V[m * LD + c] - v; },
-                          (warp - 2 + kTiles) % (kWarps - 2), kWarps - 2, lane);
-      }
-      VLA_PHASE(2);
-
-      // P4 (V3): tril(K Y^T) D^-1 (over G, whose L the sweep has used), then Alpha = K A_c - that Y.
-      product<NP, NP, D, kOps>(row(Kh), rowT(s.Y), [&](int m, int j, float v) { s.G[m * LD + j] = j <= m ? v * s.Dinv[j] : 0.f; }, warp, kWarps,
-                         lane);
-      __syncthreads();
-      product<NP, D, NP, kOps>(row(s.G), col(s.Y), [&](int m, int c, float v) {
-        // the chunk's last token reads A after the refresh that follows it: + eta k_hat
-        s.Ah[m * LD + c] = s.KA[m * LD + c] - v + (m == n - 1 ? shift * Kh[m * LD + c] : 0.f);
-      }, warp, kWarps, lane);
-      VLA_PHASE(3);
-
-      // P5 (line 20, D3): alpha_hat_t = unit(alpha_t) and den_t = max(phi(q_t) . z_t, eps), one warp per token.
-      for (int r = warp; r < CM; r += kWarps) {
-        const float a = s.Ah[r * LD + lane];
-        const float a2 = warp_sum(a * a), qz = warp_sum(Qf[r * LD + lane] * s.Zc[r * LD + lane]);
-        s.Ah[r * LD + lane] = r < n ? a * inv_norm(a2) : 0.f;
-        if (lane == 0) s.den[r] = qz < eps ? eps : qz;  // max(., eps), keeping a NaN
-      }
-      VLA_PHASE(4);
-
-      // P6 (V5): L_S = K Alpha^T strictly lower, QA = Q Alpha^T lower.
-      constexpr int kSquare = NP / 16 * (NP / 8);
-      product<NP, NP, D, kOps>(row(Kh), rowT(s.Ah), [&](int m, int j, float v) { s.LS[m * LD + j] = j < m ? v : 0.f; }, warp, kWarps, lane);
-      product<NP, NP, D, kOps>(row(Qf), rowT(s.Ah), [&](int m, int j, float v) { s.QA[m * LD + j] = j <= m ? v : 0.f; },
-                         (warp + kSquare) % kWarps, kWarps, lane);
-      VLA_PHASE(5);
-
-      // P7: the residual sweep (warp 0); Y^T D^-1 Y (V4) and the next chunk's features (the rest).
-      if (warp == 0) {
-        lower_sweep(s.E, s.LS, s.E, lane);
-      } else {
-        product<D, D, NP, kOps>([&](int m, int k) { return s.Y[k * LD + m] * s.Dinv[k]; }, col(s.Y),
-                          [&](int m, int c, float v) { s.dA[m * LD + c] = v; }, warp - 1, kWarps - 1, lane);
-        if (nn > 0) features(s, b ^ 1, raw, nn, warp, lane);
-      }
-      VLA_PHASE(6);
-
-      // P8: the outputs O = (Q S_c^T + QA E) / den, S' = S_c + E^T Alpha (V5), A' = A_c - sym(Y^T D^-1 Y) (V4).
-      product<NP, D, NP, kOps>(row(s.QA), col(s.E), [&](int m, int c, float v) {
-        if (m >= n) return;
-        const float den = s.den[m];
-        x.o[base + static_cast<long long>(c0 + m) * D + c] = isfinite(den) ? (s.QS[m * LD + c] + v) / den : __int_as_float(0x7fc00000);
-      }, warp, kWarps, lane);
-      product<D, D, NP, kOps>([&](int m, int k) { return s.E[k * LD + m]; }, col(s.Ah), [&](int m, int c, float v) { s.S[m * LD + c] += v; },
-                        (warp + NP / 16 * (D / 8)) % kWarps, kWarps, lane);
-      for (int i = tid; i < D * D; i += kThreads) {
-        const int r = i / D, c = i % D;
-        // Symmetrised, as the recurrence's z z^T / delta is symmetric in every format.
-        s.A[r * LD + c] = s.A[r * LD + c] - 0.5f * (s.dA[r * LD + c] + s.dA[c * LD + r]) + (r == c ? shift : 0.f);
-      }
-      VLA_PHASE(7);
-      c0 = next;
-      n = nn;
-      b ^= 1;
-    }
-#ifdef VLA_CHUNKED_VLA_PHASES
-    if (lane == 0 && blockIdx.x == 0)
-      for (int i = 0; i < 8; ++i) chunked_vla_phase_cycles[warp][i] = phase_cycles[i];
-#endif
-  }
-};
-
-template <int D, int CM, ChunkedVlaOperands kOps>
-__global__ void __launch_bounds__(kThreads) chunked_vla_forward_kernel(RecurrentTensors x, RecurrentParams p, int C) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  ChunkedVla<D, CM, kOps>::run(x, p, C, *reinterpret_cast<ChunkSmem<D, CM>*>(smem));
 }
 
-template <int D, int CM, ChunkedVlaOperands kOps>
-cudaError_t launch(const RecurrentTensors& x, const RecurrentParams& p, int C, cudaStream_t stream) {
-  constexpr int bytes = static_cast<int>(sizeof(ChunkSmem<D, CM>));
-  const auto kernel = chunked_vla_forward_kernel<D, CM, kOps>;
+// 5. memory_chain: S_{g+1} = S_g Tr_g + B_g, thread (r, lane) one entry.
+__global__ void __launch_bounds__(kChainThreads) memory_chain_kernel(Plan pl) {
+  __shared__ float S[D][D + 1], tr[D][D + 1];
+  const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  S[r][lane] = 0.f;
+  for (int g = 0; g < pl.groups; ++g) {
+    const long long at = pl.slot(seq, g) * D * D + r * D + lane;
+    tr[r][lane] = pl.tr[at];
+    pl.s0[at] = S[r][lane];
+    __syncthreads();
+    float next = pl.bm[at];
+#pragma unroll 8
+    for (int k = 0; k < D; ++k) next = fmaf(S[r][k], tr[k][lane], next);
+    __syncthreads();
+    S[r][lane] = next;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+template <class Smem, class Kernel> cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
+  constexpr int bytes = static_cast<int>(kWarps * sizeof(Smem));
   const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (attr != cudaSuccess) return attr;
-  kernel<<<x.B * x.H, kThreads, bytes, stream>>>(x, p, C);
+  const int blocks = pl.seqs * ((pl.groups + kWarps - 1) / kWarps);
+  kernel<<<blocks, kWarps * 32, bytes, stream>>>(x, pl);
   return cudaGetLastError();
 }
 
-template <ChunkedVlaOperands kOps> cudaError_t launch_chunk(const RecurrentTensors& x, const RecurrentParams& p, int C, cudaStream_t stream) {
-  // The block's matrices are sized for CM >= C rows: the smallest compiled size that holds the chunk.
-  if (C <= 16) return launch<32, 16, kOps>(x, p, C, stream);
-  if (C <= 20) return launch<32, 20, kOps>(x, p, C, stream);
-  return launch<32, 32, kOps>(x, p, C, stream);
+template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
+  cudaError_t e;
+  if ((e = launch_groups<MapSmem>(group_maps_kernel, x, pl, stream)) != cudaSuccess) return e;
+  penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM>, x, pl, stream)) != cudaSuccess) return e;
+  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream)) != cudaSuccess) return e;
+  memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false>, x, pl, stream);
 }
 
 }  // namespace
 
 int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
-  int c = chunk == 0 ? kChunkedVlaMaxChunk : chunk;
+  int c = chunk == 0 ? kChunkedVlaDefaultChunk : chunk;
   if (p.refresh_period > 0 && p.refresh_period < c) c = p.refresh_period;
   return c;
 }
 
-cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, ChunkedVlaOperands ops,
-                                cudaStream_t stream) {
+int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T) {
+  if (group > 0) return group;
+  const double segment = p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p);
+  const double g = std::round(static_cast<double>(seqs) * T / (segment * kChunkedVlaGroupWarps));
+  return g < 1 ? 1 : g > kChunkedVlaMaxGroup ? kChunkedVlaMaxGroup : static_cast<int>(g);
+}
+
+cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream) {
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
-  if (chunk < 0 || chunk > kChunkedVlaMaxChunk || x.d != 32) return cudaErrorInvalidValue;
-  const int C = chunked_vla_chunk(chunk, p);
-  return ops == ChunkedVlaOperands::Tf32 ? launch_chunk<ChunkedVlaOperands::Tf32>(x, p, C, stream)
-                                         : launch_chunk<ChunkedVlaOperands::Fp32>(x, p, C, stream);
+  if (chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0 || x.d != D) return cudaErrorInvalidValue;
+  Plan pl{};
+  pl.T = x.T;
+  pl.C = chunked_vla_chunk(chunk, p);
+  pl.period = p.refresh_period;
+  pl.group_tokens = chunked_vla_group(chunk, group, p, x.B * x.H, x.T) * (p.refresh_period > 0 ? p.refresh_period : pl.C);
+  pl.groups = (x.T + pl.group_tokens - 1) / pl.group_tokens;
+  pl.seqs = x.B * x.H;
+  pl.lambda0 = p.lambda0;
+  pl.eta = p.refresh_eta;
+  pl.eps = p.eps;
+  const long long slots = static_cast<long long>(pl.seqs) * pl.groups;
+  const long long floats = slots * (4 * D * D + D + D * D + D + 3 * D * D) + static_cast<long long>(pl.seqs) * x.T * D;
+  float* ws = nullptr;
+  cudaError_t e = cudaMallocAsync(&ws, floats * sizeof(float), stream);
+  if (e != cudaSuccess) return e;
+  float* at = ws;
+  const auto take = [&](long long n) { float* r = at; at += n; return r; };
+  pl.pi = take(slots * 4 * D * D);
+  pl.zsum = take(slots * D);
+  pl.a0 = take(slots * D * D);
+  pl.z0 = take(slots * D);
+  pl.tr = take(slots * D * D);
+  pl.bm = take(slots * D * D);
+  pl.s0 = take(slots * D * D);
+  pl.ahat = take(static_cast<long long>(pl.seqs) * x.T * D);
+  // The register arrays hold CM >= C rows: the smallest compiled size that holds the chunk.
+  e = pl.C <= 16 ? run_pipeline<16>(x, pl, stream) : pl.C <= 20 ? run_pipeline<20>(x, pl, stream) : run_pipeline<32>(x, pl, stream);
+  const cudaError_t f = cudaFreeAsync(ws, stream);
+  return e != cudaSuccess ? e : f;
 }
 
 }  // namespace vla::gpu

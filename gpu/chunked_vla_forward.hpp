@@ -1,38 +1,46 @@
 #pragma once
-// The chunkwise-parallel forward of Algorithm 1 (docs/chunkwise-vla.md, equations V1-V5) on the GPU: the
-// same outputs as the fused recurrent kernel (gpu/recurrent_forward.hpp), computed a chunk of C tokens at
-// a time with small matrix products and three short triangular sweeps, instead of T dependent steps.
+// The chunkwise-parallel forward of Algorithm 1 (docs/chunkwise-vla.md, equations V1-V5 and P1-P3) on the
+// GPU: the same outputs as the fused recurrent kernel (gpu/recurrent_forward.hpp), computed a chunk of C
+// tokens at a time with small matrix products, every group of chunks at once, and two chains of one step
+// per group (the penalty inverse A by a 32 x 32 solve, the memory S by a 32 x 32 product).
 // Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
 //
 // Tensor layout: as gpu/recurrent_forward.hpp (q, k_raw, v, u_raw (B, H, T, d) in, o (B, H, T, d) out,
 // fp32 row-major on the device); stats, checkpoints and g are not read.
-// Covers what the fused kernel covers: the `vla` preset, rank 1, the delta clamp of line 13, the
-// refresh of line 16 (chunks end on refresh steps, so a chunk holds at most min(C, refresh_period)
-// tokens), no S renormalisation.
+// Covers what the fused kernel covers: the `vla` preset, rank 1, the delta clamp of line 13 (exact while it
+// does not fire: A stays SPD, so delta_t >= 1 > eps), the refresh of line 16 (chunks end on refresh steps,
+// so a chunk holds at most min(C, refresh_period) tokens), no S renormalisation. Every product in fp32.
 #include "gpu/recurrent_forward.hpp"  // RecurrentTensors, RecurrentParams
 
 #include <cuda_runtime.h>
 
 namespace vla::gpu {
 
-// The operands of the kernel's tensor-core products (the small triangular parts always run in fp32):
-//   Fp32  each fp32 operand as a sum of two TF32 numbers, three MMAs per product ("3xTF32"): fp32 accuracy
-//   Tf32  operands rounded to TF32 (10-bit mantissa), one MMA: faster, ~1e-3 relative error
-enum class ChunkedVlaOperands { Fp32, Tf32 };
-
-// Head widths and chunk lengths the kernel is compiled for.
+// Head widths and chunk lengths the kernels are compiled for.
 inline constexpr int kChunkedVlaHeads[] = {32};
 inline constexpr int kChunkedVlaMaxChunk = 32;
+inline constexpr int kChunkedVlaDefaultChunk = 32;
+// Refresh segments per group (without a refresh: chunks per group), when the caller leaves it to the
+// launch: as many as give ~kChunkedVlaGroupWarps (sequence, group) warps over the launch, at most
+// kChunkedVlaMaxGroup. The group-parallel kernels are latency-bound, so they want many warps (short
+// groups), and the two chains want few steps (long groups); on an H100 at B = 8, H = 4, d = 32 the fastest
+// group gave ~830 warps at T = 4096 and at T = 16384 (docs/chunkwise-vla.md, the measured table).
+inline constexpr int kChunkedVlaGroupWarps = 832;
+inline constexpr int kChunkedVlaMaxGroup = 64;
 
-// The chunk length a request runs with: `chunk` (1..kChunkedVlaMaxChunk; 0 asks for the default, 32),
+// The chunk length a request runs with: `chunk` (1..kChunkedVlaMaxChunk; 0 asks for the default),
 // cut to the refresh period when there is one (chunks end on refresh steps).
 int chunked_vla_chunk(int chunk, const RecurrentParams& p);
 
-// Launches the chunked forward on `stream`: one thread block per (b, h) sequence walks its T / C chunks.
-// Returns the launch's error (cudaGetLastError after the launch), or cudaErrorInvalidValue, launching
-// nothing, for a d outside kChunkedVlaHeads, a chunk outside 0..kChunkedVlaMaxChunk, a missing q, k, v,
-// u or o, or a non-positive B, H or T.
-cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0,
-                                ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32, cudaStream_t stream = nullptr);
+// Segments per group a launch of `seqs` sequences of T tokens runs with: `group` when positive, else the
+// choice above.
+int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T);
+
+// Launches the chunked forward on `stream` (six kernels and a stream-ordered workspace of
+// ~(B H T / group_tokens) 40 KB + B H T d 4 bytes, freed on the stream). Returns the first launch or
+// allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside kChunkedVlaHeads, a chunk
+// outside 0..kChunkedVlaMaxChunk, a negative group, a missing q, k, v, u or o, or a non-positive B, H or T.
+cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
+                                cudaStream_t stream = nullptr);
 
 }  // namespace vla::gpu

@@ -7,9 +7,9 @@ set -u
 OUT=${OUT:-/tmp/cvla-out}; SRC=${SRC:-.}; REPS=${REPS:-10}
 mkdir -p "$OUT"; status=0
 nvidia-smi -L; nvcc --version | tail -1
-( cd "$SRC" && nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. -Xptxas -v gpu/dev/chunked_vla_forward_check.cu \
+( cd "$SRC" && nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. -Xptxas -v gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
     gpu/recurrent_forward.cu -o /tmp/cvla_check ) > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
-grep -A1 "chunked_vla_forward_kernel" "$OUT/build.log" | grep -E "registers|spill" | head -6
+grep -A2 "Compiling entry" "$OUT/build.log" | grep -E "registers|spill" | head -30
 echo "== checks and benchmark [$SECONDS s]"
 /tmp/cvla_check "$REPS" all 2>&1 | tee "$OUT/check.log" || status=1
 echo "== memcheck [$SECONDS s]"

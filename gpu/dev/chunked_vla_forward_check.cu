@@ -3,17 +3,14 @@
 // fresh random inputs (several shapes, chunk lengths, refresh on and off, T not a multiple of the chunk),
 // and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/recurrent_forward.cu \
-//        -o cvla_check && ./cvla_check [reps] [all|check|quick]
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
+//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick]
 // (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
 // to the toolkit's CPU rule instead; this file is the kernel's bench and a reference independent of core/.
-// The kernel's source itself, with its per-phase cycle counters switched on (they cost two clock reads
-// per barrier on one thread; the timings below include them).
-#define VLA_CHUNKED_VLA_PHASES
-#include "gpu/chunked_vla_forward.cu"
+#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/recurrent_forward.hpp"
 
 #include <algorithm>
@@ -72,8 +69,6 @@ struct Dev {
   ~Dev() { cudaFree(p); }
 };
 
-using vla::gpu::ChunkedVlaOperands;
-
 // Device inputs (B, H, T, 32) filled on the device (fill_random: uniform, unit variance) and an output.
 struct RandomTensors {
   std::size_t N;
@@ -88,13 +83,13 @@ struct RandomTensors {
   }
 };
 
-// 0: fused recurrent kernel; C > 0: the chunked kernel at chunk C.
-cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
-  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, ops);
+// 0: fused recurrent kernel; C > 0: the chunked forward at chunk C, `group` segments per group (0: default).
+cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int group = 0) {
+  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, group);
 }
 
-// Bound: T d u with u the unit roundoff of the products' operands (fp32 2^-24, TF32 2^-11).
-bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+// Bound: T d 2^-24 (normwise), the GPU tests' fp32 bound.
+bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, int group = 0) {
   const int d = 32;
   const std::size_t N = std::size_t(B) * H * T * d;
   std::mt19937_64 gen(seed);
@@ -116,7 +111,7 @@ bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, Chunk
   RecurrentTensors x;
   x.q = dq.p; x.k = dk.p; x.v = dv.p; x.u = du.p; x.o = dout.p;
   x.B = B; x.H = H; x.T = T; x.d = d;
-  CUDA_OK(launch(chunk, x, p, ops));
+  CUDA_OK(launch(chunk, x, p, group));
   CUDA_OK(cudaDeviceSynchronize());
   CUDA_OK(cudaMemcpy(got.data(), dout.p, N * 4, cudaMemcpyDeviceToHost));
   double num = 0, den = 0, worst_row = 0;
@@ -133,25 +128,24 @@ bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, Chunk
     den += rd;
     worst_row = std::max(worst_row, std::sqrt(rn / rd));
   }
-  const bool tf32 = chunk > 0 && ops == ChunkedVlaOperands::Tf32;
-  const double err = std::sqrt(num / den), bound = double(T) * d * std::ldexp(1.0, tf32 ? -11 : -24);
+  const double err = std::sqrt(num / den), bound = double(T) * d * std::ldexp(1.0, -24);
   const bool ok = finite && err <= bound;
-  std::printf("check %-8s B=%d H=%d T=%-5d refresh=%-2d  rel err %.3e  worst row %.3e  (bound %.1e)  %s\n",
-              chunk == 0 ? "fused" : (std::string(tf32 ? "tf32 C=" : "C=") + std::to_string(vla::gpu::chunked_vla_chunk(chunk, p))).c_str(), B, H, T,
+  std::printf("check %-8s group %-3d B=%d H=%d T=%-5d refresh=%-2d  rel err %.3e  worst row %.3e  (bound %.1e)  %s\n",
+              chunk == 0 ? "fused" : ("C=" + std::to_string(vla::gpu::chunked_vla_chunk(chunk, p))).c_str(), group, B, H, T,
               period, err, worst_row, bound, ok ? "ok" : "FAIL");
   return ok;
 }
 
-double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps, ChunkedVlaOperands ops = ChunkedVlaOperands::Fp32) {
+double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps, int group = 0) {
   cudaEvent_t a, b;
   CUDA_OK(cudaEventCreate(&a));
   CUDA_OK(cudaEventCreate(&b));
-  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p, ops));  // warm-up
+  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p, group));  // warm-up
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<float> ms(reps);
   for (int i = 0; i < reps; ++i) {
     CUDA_OK(cudaEventRecord(a));
-    CUDA_OK(launch(chunk, x, p, ops));
+    CUDA_OK(launch(chunk, x, p, group));
     CUDA_OK(cudaEventRecord(b));
     CUDA_OK(cudaEventSynchronize(b));
     CUDA_OK(cudaEventElapsedTime(&ms[i], a, b));
@@ -184,15 +178,16 @@ int main(int argc, char** argv) {
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
   }
-  // Shapes: T a multiple of no chunk (prime, and past a refresh boundary), several (b, h) blocks.
+  // Shapes: T a multiple of no chunk (prime, and past a refresh boundary), several (b, h) sequences; group
+  // lengths from one segment to more than the sequence.
   for (int period : {20, 0})
     for (int chunk : {0, 1, 7, 16, 20, 32})
       ok = check(2, 3, 1009, chunk, period, 11 + chunk + period) && ok;
+  for (int group : {1, 3, 64}) ok = check(2, 3, 1009, 20, 20, 31 + group, group) && ok;
   ok = check(1, 1, 5, 32, 0, 3) && ok;      // one short chunk
   ok = check(4, 8, 4096, 0, 20, 5) && ok;   // the benchmark's T, fused
   ok = check(4, 8, 4096, 20, 20, 5) && ok;  // and chunked
-  for (int period : {20, 0}) ok = check(2, 3, 1009, 20, period, 41 + period, ChunkedVlaOperands::Tf32) && ok;
-  ok = check(4, 8, 4096, 20, 20, 5, ChunkedVlaOperands::Tf32) && ok;
+  ok = check(1, 2, 16384, 20, 20, 6) && ok; // a long sequence: the penalty chain over 51 groups
   if (mode == "check") {
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
@@ -201,8 +196,8 @@ int main(int argc, char** argv) {
   // Benchmark: (B, H, d) = (8, 4, 32), the shape of the anchors (shared/reference/anchors-h100.md).
   const int B = 8, H = 4, d = 32;
   std::printf("\nbench (B, H, d) = (%d, %d, %d), median of %d, ms\n", B, H, d, reps);
-  std::printf("%-7s | %-9s | %-10s | %-10s | %-10s | %-4s | %-13s | %-10s\n", "T", "refresh", "fused", "chunked", "tf32", "C", "fused/chunked",
-              "fused/tf32");
+  std::printf("%-7s | %-7s | %-4s | %-8s | %-11s | %-8s | %-8s | %-8s | %-8s | %-10s\n", "T", "refresh", "C", "fused", "auto (grp)", "group 8",
+              "group 16", "group 32", "group 64", "fused/auto");
   for (int T : {4096, 16384, 65536}) {
     const RandomTensors in(B, H, T, 1);
     const RecurrentTensors& x = in.x;
@@ -211,38 +206,11 @@ int main(int argc, char** argv) {
       p.refresh_period = period;
       const double f = time_ms(0, x, p, reps);
       for (int chunk : period ? std::vector<int>{20} : std::vector<int>{16, 32}) {
-        const double c = time_ms(chunk, x, p, reps), c32 = time_ms(chunk, x, p, reps, ChunkedVlaOperands::Tf32);
-        std::printf("%-7d | %-9d | %-10.3f | %-10.3f | %-10.3f | %-4d | %-13.2f | %-10.2f\n", T, period, f, c, c32, chunk, f / c, f / c32);
-      }
-    }
-  }
-  // Where a chunk's time goes: block 0's cycles per phase (the phases of gpu/chunked_vla_forward.cu).
-  for (int T : {16384}) {
-    const RandomTensors in(B, H, T, 7);
-    const RecurrentTensors& x = in.x;
-    for (int period : {20, 0}) {
-      RecurrentParams p;
-      p.refresh_period = period;
-      const int C = vla::gpu::chunked_vla_chunk(period ? 20 : 16, p);
-      CUDA_OK(launch(C, x, p));
-      CUDA_OK(cudaDeviceSynchronize());
-      unsigned long long cyc[8][8];
-      CUDA_OK(cudaMemcpyFromSymbol(cyc, vla::gpu::chunked_vla_phase_cycles, sizeof cyc));
-      int chunks = 0;
-      for (int c0 = 0; c0 < T; ++chunks) c0 += vla::gpu::chunk_length(c0, T, C, period);
-      const char* names[8] = {"P1 W,KA", "P2 G", "P3 LDL,Y|den|QS,E", "P4 alpha", "P5 unit", "P6 LS,QA", "P7 sweep|dA,feat", "P8 O,S,A"};
-      double total = 0;
-      for (int i = 0; i < 8; ++i) {
-        unsigned long long worst = 0;
-        for (int w = 0; w < 8; ++w) worst = std::max(worst, cyc[w][i]);
-        total += double(worst) / chunks;
-      }
-      std::printf("\nphases, T=%d C=%d refresh=%d: %.0f cycles per chunk on the slowest warps (each warp's own work, per chunk)\n", T,
-                  C, period, total);
-      for (int i = 0; i < 8; ++i) {
-        std::printf("  %-20s", names[i]);
-        for (int w = 0; w < 8; ++w) std::printf(" %6.0f", double(cyc[w][i]) / chunks);
-        std::printf("\n");
+        const double a = time_ms(chunk, x, p, reps, 0);
+        double t[4];
+        for (int i = 0; i < 4; ++i) t[i] = time_ms(chunk, x, p, reps, 8 << i);
+        std::printf("%-7d | %-7d | %-4d | %-8.3f | %-6.3f (%2d) | %-8.3f | %-8.3f | %-8.3f | %-8.3f | %-10.2f\n", T, period, chunk, f, a,
+                    vla::gpu::chunked_vla_group(chunk, 0, p, B * H, T), t[0], t[1], t[2], t[3], f / a);
       }
     }
   }
