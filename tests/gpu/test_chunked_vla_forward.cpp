@@ -77,9 +77,9 @@ TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bou
 
 TEST_CASE("chunked VLA forward is the same function of each sequence whatever the launch shape", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
-  // One block owns one (b, h) sequence in a fixed operation order: sequence (b, h) of a (B, H) launch must
-  // equal, bit for bit, the same sequence launched alone. A difference means blocks share state or the
-  // result depends on scheduling (a race between the warps of a chunk's phases).
+  // A warp owns one (sequence, group) and each chain one sequence, in a fixed operation order: sequence
+  // (b, h) of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
+  // sequences share state or the result depends on scheduling (a race in the chains' block barriers).
   const Shape s{3, 2, 45, 32};
   const Inputs in = random_inputs(s, 91);
   const auto p = params(20);
