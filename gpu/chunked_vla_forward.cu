@@ -31,6 +31,7 @@ constexpr int D = 32;               // head width: lane = coordinate
 constexpr int LD = D + 4;           // row stride of the warps' shared matrices: float4 rows, and lane-per-row
                                     // float4 reads (8 lanes x 4 banks) cover the 32 banks
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
+constexpr int kBatch = 8;           // group_maps: tokens whose loads are issued together
 constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
 
 __device__ __forceinline__ float warp_sum(float x) {
@@ -138,12 +139,23 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
     float gram[D];  // column `lane` of the segment's Gram
 #pragma unroll
     for (int i = 0; i < D; ++i) gram[i] = 0.f;
-    for (int t = s0; t < s1; ++t) {
-      const float ur = x.u[base + static_cast<long long>(t) * D + lane];
-      const float u = ur * inv_norm(warp_sum(ur * ur)) * u_scale;  // line 10
-      zs += elu_plus_one(x.k[base + static_cast<long long>(t) * D + lane]);
+    for (int t0b = s0; t0b < s1; t0b += kBatch) {
+      // The batch's loads first, so that their latencies overlap (the sums below would serialise them).
+      float ub[kBatch], kb[kBatch];
 #pragma unroll
-      for (int i = 0; i < D; ++i) gram[i] = fmaf(__shfl_sync(kFull, u, i), u, gram[i]);
+      for (int b = 0; b < kBatch; ++b) {
+        const long long at = base + static_cast<long long>(t0b + b < s1 ? t0b + b : s0) * D + lane;
+        ub[b] = x.u[at];
+        kb[b] = x.k[at];
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (t0b + b >= s1) break;  // warp-uniform
+        const float u = ub[b] * inv_norm(warp_sum(ub[b] * ub[b])) * u_scale;  // line 10
+        zs += elu_plus_one(kb[b]);
+#pragma unroll
+        for (int i = 0; i < D; ++i) gram[i] = fmaf(__shfl_sync(kFull, u, i), u, gram[i]);
+      }
     }
     const float eta = pl.period > 0 && s1 % pl.period == 0 ? pl.eta : 0.f;
 #pragma unroll
@@ -175,15 +187,17 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 
 // ---------------------------------------------------------------------------------------------------------
 // 2. penalty_chain: A_{g+1} = (Pi11 A + Pi12)(Pi21 A + Pi22)^{-1} (P3), and z_{g+1} = z_g + zsum_g.
-// Warp r owns row r of [Z^T | X^T] (lane j: columns j and D + j); Gauss-Jordan with partial pivoting
-// solves Z^T A' = X^T, two block barriers per pivot.
+// Gauss-Jordan with partial pivoting solves Z^T A' = X^T on [Z^T | X^T] in shared memory, thread (r, lane)
+// owning entries (r, lane) and (r, D + lane); per pivot, warp 0 finds the row, then every thread updates its
+// two entries into the other buffer (two block barriers, no write-after-read wait).
 
 struct ChainSmem {
   float pi[2 * D][2 * D + 1];
   float a[D][D + 1];
+  float m[2][D][2 * D + 1];  // [Z^T | X^T], double-buffered by step parity
   float next[D][D + 1];
-  float cand[2][D];    // |pivot candidates| by row, double-buffered by step parity
-  float prow[2][2 * D];
+  int pivot[D];              // the row chosen at step k
+  float pivot_inv[D];        // 1 / its pivot
 };
 
 __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
@@ -209,44 +223,38 @@ __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
       zt = fmaf(s.pi[D + lane][k], akr, zt);
       xt = fmaf(s.pi[lane][k], akr, xt);
     }
-    bool used = false;
-    int my_step = -1;
+    s.m[0][r][lane] = zt;
+    s.m[0][r][D + lane] = xt;
+    unsigned used = 0u;  // warp 0's record of the pivot rows taken
     for (int k = 0; k < D; ++k) {
       const int b = k & 1;
-      const float zrk = __shfl_sync(kFull, zt, k);
-      if (lane == 0) s.cand[b][r] = used ? -1.f : fabsf(zrk);
       __syncthreads();
-      // Every warp finds the same pivot row p: the largest |candidate|, the first on ties; a NaN candidate
-      // never wins, and with every candidate NaN the first unused row is taken (the NaN then spreads).
-      float best = s.cand[b][lane];
-      int at = lane;
-      if (!(best >= 0.f)) best = -1.f;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        const float ob = __shfl_xor_sync(kFull, best, off);
-        const int oa = __shfl_xor_sync(kFull, at, off);
-        if (ob > best || (ob == best && oa < at)) { best = ob; at = oa; }
-      }
-      int p = at;
-      if (best < 0.f) {  // no usable candidate: the first unused row (cand -1 marks used rows)
-        const unsigned unused = __ballot_sync(kFull, s.cand[b][lane] != -1.f);
-        p = unused ? __ffs(unused) - 1 : 0;
-      }
-      if (r == p) {
-        s.prow[b][lane] = zt;
-        s.prow[b][D + lane] = xt;
-        used = true;
-        my_step = k;
+      if (r == 0) {
+        // The largest |Z^T[i][k]| over the unused rows in one warp reduction: the key is |v|'s bit pattern
+        // (ordered as an unsigned for v >= 0) with its 5 low bits replaced by 31 - row, so ties (and values
+        // within 2^-18 relative) go to the first row. A NaN or used row has key 0 and never wins; with no
+        // usable candidate the first unused row is taken (the NaN then spreads).
+        const float v = fabsf(s.m[b][lane][k]);
+        const unsigned key = (used >> lane & 1u) || !(v > 0.f) ? 0u : (__float_as_uint(v) & ~31u) | (31u - lane);
+        const unsigned top = __reduce_max_sync(kFull, key);
+        const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
+        used |= 1u << p;
+        if (lane == 0) {
+          s.pivot[k] = p;
+          s.pivot_inv[k] = 1.f / s.m[b][p][k];
+        }
       }
       __syncthreads();
-      if (r != p) {
-        const float f = zrk / s.prow[b][k];
-        zt = fmaf(-f, s.prow[b][lane], zt);
-        xt = fmaf(-f, s.prow[b][D + lane], xt);
-      }
+      const int p = s.pivot[k];
+      const float f = r == p ? 0.f : s.m[b][r][k] * s.pivot_inv[k];
+      s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
+      s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
     }
-    // The row chosen at step k holds A'^T row k times its pivot (A' symmetric: row k of A').
-    s.next[my_step][lane] = xt / __shfl_sync(kFull, zt, my_step);
+    __syncthreads();
+    // Row k of A' is the X^T part of the row chosen at step k over its pivot (A' symmetric). D is even: the
+    // last step wrote buffer 0.
+    const int pr = s.pivot[r];
+    s.next[r][lane] = s.m[0][pr][D + lane] * s.pivot_inv[r];
     __syncthreads();
     s.a[r][lane] = 0.5f * (s.next[r][lane] + s.next[lane][r]);  // symmetrised, as the recurrence is
     __syncthreads();
@@ -282,14 +290,20 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
     const float shift = pl.period > 0 && (c0 + n) % pl.period == 0 ? pl.eta : 0.f;
     // Lines 8-10 for the chunk's rows; rows n.. are zero, so every loop below runs over all CM rows.
+    float kraw[CM], uraw[CM];  // every row's loads first, so that their latencies overlap
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
+      kraw[r] = x.k[at];
+      uraw[r] = x.u[at];
+    }
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
       float kh = 0.f, u = 0.f;
       if (r < n) {
-        const long long at = base + static_cast<long long>(c0 + r) * D + lane;
-        const float kf = elu_plus_one(x.k[at]), ur = x.u[at];
+        const float kf = elu_plus_one(kraw[r]);
         kh = kf * inv_norm(warp_sum(kf * kf));
-        u = ur * inv_norm(warp_sum(ur * ur)) * u_scale;
+        u = uraw[r] * inv_norm(warp_sum(uraw[r] * uraw[r])) * u_scale;
       }
       s.K[r][lane] = kh;
       s.U[r][lane] = u;
@@ -411,27 +425,30 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
-    float vv[CM], den[CM];
+    float vv[CM], den[CM], kraw[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
-      float kh = 0.f, ah = 0.f, qf = 0.f;
-      vv[r] = 0.f;
+      const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
+      kraw[r] = x.k[at];
+      vv[r] = r < n ? x.v[at] : 0.f;
+      s.Ah[r][lane] = r < n ? pl.ahat[at] : 0.f;
+      if constexpr (!kMap) qraw[r] = x.q[at];
+    }
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      float kh = 0.f, qf = 0.f;
       den[r] = 1.f;
       if (r < n) {
-        const long long at = base + static_cast<long long>(c0 + r) * D + lane;
-        const float kf = elu_plus_one(x.k[at]);
+        const float kf = elu_plus_one(kraw[r]);
         kh = kf * inv_norm(warp_sum(kf * kf));
-        ah = pl.ahat[at];
-        vv[r] = x.v[at];
         if constexpr (!kMap) {
-          qf = elu_plus_one(x.q[at]);
+          qf = elu_plus_one(qraw[r]);
           z += kf;                               // line 24
           const float qz = warp_sum(qf * z);
           den[r] = qz < pl.eps ? pl.eps : qz;    // line 26: max(., eps), keeping a NaN
         }
       }
       s.K[r][lane] = kh;
-      s.Ah[r][lane] = ah;
       if constexpr (!kMap) s.Q[r][lane] = qf;
     }
     __syncwarp();
