@@ -12,7 +12,8 @@
 //   3 alphas          from A_g, the group's chunks in order: W, G = L D L^T, Y, Alpha, A' (V1-V4); writes
 //                     alpha_hat_t (line 20) for every token
 //   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
-//                     (V5 is linear in S; run on the augmented state [S; I] from [0; I] it leaves [B_g; Tr_g])
+//                     (V5 is affine in each row of S: run from 0 with the values it leaves B_g, from the unit
+//                     rows without values Tr_g; one warp each)
 //   5 memory_chain    per sequence: S at every group start, S_{g+1} = S_g Tr_g + B_g
 //   6 outputs         from S_g and z_g, the group's chunks in order: the residual sweep and the read (V5, D3)
 // The sequential depth is T / (group tokens) chain steps instead of T / C chunk steps, and the chunk work
@@ -103,11 +104,15 @@ struct Plan {
   __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
-// The group-parallel kernels: block b, warp w -> (sequence, group); false for a warp past the last group.
-__device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
-  const int per_seq = (pl.groups + kWarps - 1) / kWarps;
+// The group-parallel kernels: block b, warp w -> (sequence, group, part) with `parts` warps per group;
+// false for a warp past the last group.
+__host__ __device__ inline int blocks_per_sequence(const Plan& pl, int parts) { return (pl.groups * parts + kWarps - 1) / kWarps; }
+__device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g, int& part, int parts = 1) {
+  const int per_seq = blocks_per_sequence(pl, parts);
   seq = blockIdx.x / per_seq;
-  g = (blockIdx.x % per_seq) * kWarps + static_cast<int>(threadIdx.x >> 5);
+  const int w = (blockIdx.x % per_seq) * kWarps + static_cast<int>(threadIdx.x >> 5);
+  g = w / parts;
+  part = w % parts;
   return g < pl.groups;
 }
 
@@ -117,12 +122,13 @@ __device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
 struct alignas(16) MapSmem {
   float pi[2 * D][2 * D + 1];  // Pi, lane j owns columns j and j + D
   float gram[D][LD];           // the segment's Gram, rows broadcast
+  float u[kBatch][LD];         // a batch of u_t rows
 };
 
 __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g;
-  if (!my_group(pl, seq, g)) return;
+  int seq, g, part;
+  if (!my_group(pl, seq, g, part)) return;
   const int lane = threadIdx.x & 31;
   MapSmem& s = reinterpret_cast<MapSmem*>(smem)[threadIdx.x >> 5];
   for (int i = 0; i < 2 * D; ++i) {
@@ -150,12 +156,22 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if (t0b + b >= s1) break;  // warp-uniform
-        const float u = ub[b] * inv_norm(warp_sum(ub[b] * ub[b])) * u_scale;  // line 10
-        zs += elu_plus_one(kb[b]);
-#pragma unroll
-        for (int i = 0; i < D; ++i) gram[i] = fmaf(__shfl_sync(kFull, u, i), u, gram[i]);
+        const bool in = t0b + b < s1;  // warp-uniform
+        const float u = in ? ub[b] * inv_norm(warp_sum(ub[b] * ub[b])) * u_scale : 0.f;  // line 10
+        if (in) zs += elu_plus_one(kb[b]);
+        s.u[b][lane] = u;
+        ub[b] = u;
       }
+      __syncwarp();
+      // Gram column `lane` += u_t u_t[lane]: the rows broadcast from shared memory.
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        float row[D];
+        load_row(row, s.u[b]);
+#pragma unroll
+        for (int i = 0; i < D; ++i) gram[i] = fmaf(row[i], ub[b], gram[i]);
+      }
+      __syncwarp();
     }
     const float eta = pl.period > 0 && s1 % pl.period == 0 ? pl.eta : 0.f;
 #pragma unroll
@@ -275,8 +291,8 @@ template <int CM> struct alignas(16) AlphaSmem {
 
 template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g;
-  if (!my_group(pl, seq, g)) return;
+  int seq, g, part;
+  if (!my_group(pl, seq, g, part)) return;
   const int lane = threadIdx.x & 31;
   AlphaSmem<CM>& s = reinterpret_cast<AlphaSmem<CM>*>(smem)[threadIdx.x >> 5];
   const long long base = static_cast<long long>(seq) * pl.T * D;
@@ -396,8 +412,9 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 
 // ---------------------------------------------------------------------------------------------------------
 // 4 and 6. The memory of (V5): per chunk E = (I + L_S)^-1 (V - K S^T), S' = S + E^T Alpha. Lane i owns row i
-// of S (value coordinate i). kMap: the augmented rows D + i, started at e_i with no value, carry the map's
-// linear part, and rows i started at 0 its constant part; otherwise S starts at S_g and the outputs are read.
+// of S (value coordinate i). kMap: two warps per group; rows started at 0 with the values give the map's
+// constant part B_g, rows started at e_i without values its linear part Tr_g (each row's update is affine
+// in that row alone); otherwise S starts at S_g and the outputs are read.
 
 template <int CM, bool kMap> struct alignas(16) MemorySmem {
   float K[CM][LD];   // k_hat_t
@@ -409,18 +426,17 @@ template <int CM, bool kMap> struct alignas(16) MemorySmem {
 
 template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g;
-  if (!my_group(pl, seq, g)) return;
+  int seq, g, part;
+  if (!my_group(pl, seq, g, part, kMap ? 2 : 1)) return;
   const int lane = threadIdx.x & 31;
   MemorySmem<CM, kMap>& s = reinterpret_cast<MemorySmem<CM, kMap>*>(smem)[threadIdx.x >> 5];
   const long long base = static_cast<long long>(seq) * pl.T * D, slot = pl.slot(seq, g);
-  constexpr int R = kMap ? 2 : 1;  // rows of S per lane
-  float S[R][D];
+  // The map's two halves run on two warps: part 0 the constant rows (from 0, with the values), part 1 the
+  // linear rows (from e_lane, no value).
+  const bool basis = kMap && part == 1;
+  float S[D];  // row `lane` of S
 #pragma unroll
-  for (int j = 0; j < D; ++j) {
-    S[0][j] = kMap ? 0.f : pl.s0[slot * D * D + lane * D + j];
-    if constexpr (kMap) S[1][j] = j == lane ? 1.f : 0.f;
-  }
+  for (int j = 0; j < D; ++j) S[j] = kMap ? (basis && j == lane ? 1.f : 0.f) : pl.s0[slot * D * D + lane * D + j];
   float z = kMap ? 0.f : pl.z0[slot * D + lane];  // lane = key coordinate
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
@@ -430,7 +446,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
     for (int r = 0; r < CM; ++r) {
       const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
       kraw[r] = x.k[at];
-      vv[r] = r < n ? x.v[at] : 0.f;
+      vv[r] = r < n && !basis ? x.v[at] : 0.f;
       s.Ah[r][lane] = r < n ? pl.ahat[at] : 0.f;
       if constexpr (!kMap) qraw[r] = x.q[at];
     }
@@ -452,21 +468,13 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       if constexpr (!kMap) s.Q[r][lane] = qf;
     }
     __syncwarp();
-    // E before the sweep: v_t - S k_hat_t for this lane's rows (the augmented rows have no value).
-    float e[R][CM], qs[kMap ? 1 : CM];
+    // E before the sweep: v_t - S k_hat_t for this lane's row.
+    float e[CM], qs[kMap ? 1 : CM];
 #pragma unroll
     for (int t = 0; t < CM; ++t) {
       row_fence();
-      float kr[D];
-      load_row(kr, s.K[t]);
-#pragma unroll
-      for (int h = 0; h < R; ++h) {
-        float acc = 0.f;
-#pragma unroll
-        for (int j = 0; j < D; ++j) acc = fmaf(S[h][j], kr[j], acc);
-        e[h][t] = (h == 0 ? vv[t] : 0.f) - acc;
-      }
-      if constexpr (!kMap) qs[t] = dot_row(S[0], s.Q[t]);
+      e[t] = vv[t] - dot_row(S, s.K[t]);
+      if constexpr (!kMap) qs[t] = dot_row(S, s.Q[t]);
     }
     // L_S and QA, lane j: column j.
     if (lane < CM) {
@@ -487,8 +495,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int t = j + 1; t < CM; ++t) {
         const float l = s.LS[t][j];
-#pragma unroll
-        for (int h = 0; h < R; ++h) e[h][t] = fmaf(-l, e[h][j], e[h][t]);
+        e[t] = fmaf(-l, e[j], e[t]);
       }
     }
     if constexpr (!kMap) {
@@ -498,7 +505,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
         row_fence();
         float o = qs[t];
 #pragma unroll
-        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[0][j], o);
+        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[j], o);
         if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den[t]) ? o / den[t] : __int_as_float(0x7fc00000);
       }
     }
@@ -509,19 +516,15 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       float ar[D];
       load_row(ar, s.Ah[t]);
 #pragma unroll
-      for (int h = 0; h < R; ++h)
-#pragma unroll
-        for (int j = 0; j < D; ++j) S[h][j] = fmaf(e[h][t], ar[j], S[h][j]);
+      for (int j = 0; j < D; ++j) S[j] = fmaf(e[t], ar[j], S[j]);
     }
     __syncwarp();
     c0 += n;
   }
   if constexpr (kMap) {
+    float* out = (basis ? pl.tr : pl.bm) + slot * D * D + lane * D;
 #pragma unroll
-    for (int j = 0; j < D; ++j) {
-      pl.bm[slot * D * D + lane * D + j] = S[0][j];
-      pl.tr[slot * D * D + lane * D + j] = S[1][j];
-    }
+    for (int j = 0; j < D; ++j) out[j] = S[j];
   }
 }
 
@@ -545,11 +548,12 @@ __global__ void __launch_bounds__(kChainThreads) memory_chain_kernel(Plan pl) {
 
 // ---------------------------------------------------------------------------------------------------------
 
-template <class Smem, class Kernel> cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
+template <class Smem, class Kernel>
+cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& pl, cudaStream_t stream, int parts = 1) {
   constexpr int bytes = static_cast<int>(kWarps * sizeof(Smem));
   const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (attr != cudaSuccess) return attr;
-  const int blocks = pl.seqs * ((pl.groups + kWarps - 1) / kWarps);
+  const int blocks = pl.seqs * blocks_per_sequence(pl, parts);
   kernel<<<blocks, kWarps * 32, bytes, stream>>>(x, pl);
   return cudaGetLastError();
 }
@@ -560,7 +564,7 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
   penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM>, x, pl, stream)) != cudaSuccess) return e;
-  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream)) != cudaSuccess) return e;
+  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream, 2)) != cudaSuccess) return e;
   memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false>, x, pl, stream);
