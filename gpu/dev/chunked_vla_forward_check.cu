@@ -214,6 +214,16 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Other launch shapes: how many sequences the chunked form needs to pay (refresh on, C = 20, auto group).
+  std::printf("\nby launch shape (d = 32, refresh 20, C = 20, the launch's group), median of %d, ms\n", reps);
+  std::printf("%-4s | %-4s | %-7s | %-9s | %-12s | %-10s\n", "B", "H", "T", "fused", "chunked (grp)", "fused/chunked");
+  for (const auto [b, h] : {std::pair{1, 1}, std::pair{1, 8}, std::pair{4, 8}, std::pair{16, 16}})
+    for (int T : {1024, 4096, 16384}) {
+      const RandomTensors in(b, h, T, 3);
+      const RecurrentParams p;
+      const double f = time_ms(0, in.x, p, reps), c = time_ms(20, in.x, p, reps);
+      std::printf("%-4d | %-4d | %-7d | %-9.3f | %-7.3f (%2d) | %-10.2f\n", b, h, T, f, c, vla::gpu::chunked_vla_group(20, 0, p, b * h, T), f / c);
+    }
   std::printf("\n%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 }
