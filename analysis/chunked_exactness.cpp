@@ -1,6 +1,7 @@
 #include "analysis/chunked_exactness.hpp"
 
 #include "core/feature_map.hpp"
+#include "core/inverse_penalty_tracker.hpp"
 #include "core/rules/additive_chunked.hpp"
 #include "core/rules/delta_chunked.hpp"
 #include "core/rules/delta/rule.hpp"
@@ -16,6 +17,7 @@
 #include "core/rules/metala/rule.hpp"
 #include "core/rules/retnet/rule.hpp"
 #include "core/rules/vla/chunked.hpp"
+#include "core/rules/vla/penalty_chain.hpp"
 #include "core/rules/vla/rule.hpp"
 
 #include <Eigen/Eigenvalues>
@@ -156,6 +158,34 @@ VlaChunkedExactness vla_chunked_exactness_mp50(const VlaOptions& opt, const Head
     if (c == *std::max_element(chunks.begin(), chunks.end())) {
       r.chunks = ch.chunks;
       r.guard_fired = ch.guard_fired;
+    }
+  }
+  return r;
+}
+
+PenaltyChainExactness penalty_chain_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& groups) {
+  auto rows = [](const Mat<double>& m) { return cast_matrix<mp50>(Mat<double>(m.transpose())); };
+  const Mat<mp50> U = vla_features<mp50>(rows(s.q), rows(s.k), rows(s.u), opt).U;  // (T, d) u_t, line 10
+  // The tracker's A before every token.
+  std::vector<Mat<mp50>> A_before;
+  InversePenaltyTracker<Precision<mp50>> tracker(1, s.d, opt.penalty);
+  for (int t = 0; t < s.T; ++t) {
+    A_before.push_back(tracker.A(0));
+    tracker.update(0, Mat<mp50>(U.row(t).transpose()));
+    tracker.advance();
+  }
+  PenaltyChainExactness r;
+  for (int g : groups) {
+    const PenaltyChainShape shape{s.T, opt.penalty.refresh_period, g};
+    const auto starts = penalty_chain<mp50>(U, shape, scalar_cast<mp50>(opt.penalty.lambda0), scalar_cast<mp50>(opt.penalty.refresh_eta));
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const Mat<mp50>& ref = A_before[i * shape.group_tokens()];
+      const double diff = to_double(mp50((starts[i] - ref).norm() / ref.norm()));
+      if (diff >= r.max_rel_diff) {
+        r.max_rel_diff = diff;
+        r.worst_group = g;
+      }
+      ++r.groups;
     }
   }
   return r;

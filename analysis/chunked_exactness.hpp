@@ -56,6 +56,16 @@ struct VlaChunkedExactness : ChunkedExactness {
 };
 VlaChunkedExactness vla_chunked_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& chunks);
 
+// The penalty chain (core/rules/vla/penalty_chain.hpp, (P1)-(P3)): A at every group start from one 2d x 2d
+// product per group and one solve, against Algorithm 1's tracker stepping every token, in mp50: the worst
+// relative Frobenius distance over the group starts and the group lengths (segments per group).
+struct PenaltyChainExactness {
+  double max_rel_diff = 0;
+  int worst_group = 0;
+  int groups = 0;  // group starts compared, over all group lengths
+};
+PenaltyChainExactness penalty_chain_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& groups);
+
 // The two systems the chunked VLA solves per chunk, over a stream (double, 2-norm condition numbers): the
 // penalty Gram G = I + U A_c U^T of (V1), factored L D L^T (eigenvalues in [1, 1 + ||A_c|| n / d] in exact
 // arithmetic), and the memory's unit lower-triangular I + L of (D1), L_ij = k_hat_i . alpha_hat_j, whose
