@@ -67,6 +67,35 @@ __device__ __forceinline__ float dot_row(const float (&x)[D], const float* __res
   return acc;
 }
 
+// ||row||^2 of a shared row, on the calling lane alone (one lane per row: every row's norm at once, instead of
+// a warp-wide butterfly per row).
+__device__ __forceinline__ float row_sumsq(const float* __restrict__ row) {
+  float acc = 0.f;
+#pragma unroll
+  for (int k = 0; k < D; k += 4) {
+    const float4 r = ld4(row + k);
+    acc = fmaf(r.x, r.x, acc);
+    acc = fmaf(r.y, r.y, acc);
+    acc = fmaf(r.z, r.z, acc);
+    acc = fmaf(r.w, r.w, acc);
+  }
+  return acc;
+}
+
+// a . b of two shared rows on the calling lane.
+__device__ __forceinline__ float dot_row_shared(const float* __restrict__ a, const float* __restrict__ b) {
+  float acc = 0.f;
+#pragma unroll
+  for (int k = 0; k < D; k += 4) {
+    const float4 x = ld4(a + k), y = ld4(b + k);
+    acc = fmaf(x.x, y.x, acc);
+    acc = fmaf(x.y, y.y, acc);
+    acc = fmaf(x.z, y.z, acc);
+    acc = fmaf(x.w, y.w, acc);
+  }
+  return acc;
+}
+
 __device__ __forceinline__ void load_row(float (&x)[D], const float* __restrict__ row) {
 #pragma unroll
   for (int k = 0; k < D; k += 4) {
@@ -287,6 +316,7 @@ template <int CM> struct alignas(16) AlphaSmem {
   float L[CM][CM + 1];
   float KYD[CM][CM + 1];  // tril(K Y^T) D^-1    (V3)
   float Dinv[CM];
+  float inv_k[CM], inv_u[CM];  // 1 / ||phi(k_t)||, 1 / ||u_raw_t||, then 1 / ||alpha_t||
 };
 
 template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
@@ -315,14 +345,19 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     }
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
-      float kh = 0.f, u = 0.f;
-      if (r < n) {
-        const float kf = elu_plus_one(kraw[r]);
-        kh = kf * inv_norm(warp_sum(kf * kf));
-        u = uraw[r] * inv_norm(warp_sum(uraw[r] * uraw[r])) * u_scale;
-      }
-      s.K[r][lane] = kh;
-      s.U[r][lane] = u;
+      s.K[r][lane] = r < n ? elu_plus_one(kraw[r]) : 0.f;
+      s.U[r][lane] = r < n ? uraw[r] : 0.f;
+    }
+    __syncwarp();
+    if (lane < CM) {  // lane r: the norms of row r
+      s.inv_k[lane] = inv_norm(row_sumsq(s.K[lane]));
+      s.inv_u[lane] = inv_norm(row_sumsq(s.U[lane]));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;            // line 9
+      s.U[r][lane] = r < n ? s.U[r][lane] * s.inv_u[r] * u_scale : 0.f;  // line 10
     }
     __syncwarp();
     // (V1, V3): w_t = A_c u_t and (K A_c)_t, lane = coordinate.
@@ -389,9 +424,15 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 #pragma unroll
       for (int j = 0; j <= t; ++j) al = fmaf(-s.KYD[t][j], w[j], al);
       if (t == n - 1) al = fmaf(shift, s.K[t][lane], al);  // the chunk's last token reads A after its refresh
-      const float ah = al * inv_norm(warp_sum(al * al));   // line 20
-      if (t < n) pl.ahat[base + static_cast<long long>(c0 + t) * D + lane] = ah;
+      ka[t] = al;
+      s.U[t][lane] = al;  // U is spent: its rows now hold alpha_t, for their norms
     }
+    __syncwarp();
+    if (lane < CM) s.inv_u[lane] = inv_norm(row_sumsq(s.U[lane]));
+    __syncwarp();
+#pragma unroll
+    for (int t = 0; t < CM; ++t)
+      if (t < n) pl.ahat[base + static_cast<long long>(c0 + t) * D + lane] = ka[t] * s.inv_u[t];  // line 20
     // (V4): A' = A_c - Y^T D^-1 Y (+ eta I): entry (i, j) sums D_r^-1 (y_ri y_rj) in the same order as (j, i),
     // so A stays symmetric bit for bit, as the recurrence's z z^T / delta.
 #pragma unroll
@@ -422,6 +463,9 @@ template <int CM, bool kMap> struct alignas(16) MemorySmem {
   float Q[kMap ? 1 : CM][LD];  // phi(q_t)
   float LS[CM][CM + 1];        // k_hat_t . alpha_hat_j, j < t
   float QA[kMap ? 1 : CM][CM + 1];  // phi(q_t) . alpha_hat_j, j <= t
+  float inv_k[CM];                  // 1 / ||phi(k_t)||
+  float den[CM];                    // the read's denominators
+  alignas(16) float z[D];           // z before the chunk
 };
 
 template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
@@ -441,7 +485,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
-    float vv[CM], den[CM], kraw[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
+    float vv[CM], kraw[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
       const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
@@ -452,21 +496,27 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
     }
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
-      float kh = 0.f, qf = 0.f;
-      den[r] = 1.f;
-      if (r < n) {
-        const float kf = elu_plus_one(kraw[r]);
-        kh = kf * inv_norm(warp_sum(kf * kf));
-        if constexpr (!kMap) {
-          qf = elu_plus_one(qraw[r]);
-          z += kf;                               // line 24
-          const float qz = warp_sum(qf * z);
-          den[r] = qz < pl.eps ? pl.eps : qz;    // line 26: max(., eps), keeping a NaN
-        }
-      }
-      s.K[r][lane] = kh;
-      if constexpr (!kMap) s.Q[r][lane] = qf;
+      s.K[r][lane] = r < n ? elu_plus_one(kraw[r]) : 0.f;
+      if constexpr (!kMap) s.Q[r][lane] = r < n ? elu_plus_one(qraw[r]) : 0.f;
     }
+    if constexpr (!kMap) s.z[lane] = z;
+    __syncwarp();
+    if (lane < CM) {  // lane r: row r's key norm and read denominator
+      s.inv_k[lane] = inv_norm(row_sumsq(s.K[lane]));
+      if constexpr (!kMap) {
+        // phi(q_r) . z_r with z_r = z + sum_{j<=r} phi(k_j) (line 24 before line 26).
+        float qz = dot_row_shared(s.Q[lane], s.z);
+        for (int j = 0; j <= lane; ++j) qz += dot_row_shared(s.Q[lane], s.K[j]);
+        s.den[lane] = qz < pl.eps ? pl.eps : qz;  // max(., eps), keeping a NaN
+      }
+    }
+    if constexpr (!kMap) {
+#pragma unroll
+      for (int r = 0; r < CM; ++r) z += s.K[r][lane];  // line 24: rows past the chunk are zero
+    }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
     __syncwarp();
     // E before the sweep: v_t - S k_hat_t for this lane's row.
     float e[CM], qs[kMap ? 1 : CM];
@@ -506,7 +556,8 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
         float o = qs[t];
 #pragma unroll
         for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[j], o);
-        if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den[t]) ? o / den[t] : __int_as_float(0x7fc00000);
+        const float den = s.den[t];
+        if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den) ? o / den : __int_as_float(0x7fc00000);
       }
     }
     // S' = S + E^T Alpha.
