@@ -67,23 +67,9 @@ __device__ __forceinline__ float dot_row(const float (&x)[D], const float* __res
   return acc;
 }
 
-// ||row||^2 of a shared row, on the calling lane alone (one lane per row: every row's norm at once, instead of
-// a warp-wide butterfly per row).
-__device__ __forceinline__ float row_sumsq(const float* __restrict__ row) {
-  float acc = 0.f;
-#pragma unroll
-  for (int k = 0; k < D; k += 4) {
-    const float4 r = ld4(row + k);
-    acc = fmaf(r.x, r.x, acc);
-    acc = fmaf(r.y, r.y, acc);
-    acc = fmaf(r.z, r.z, acc);
-    acc = fmaf(r.w, r.w, acc);
-  }
-  return acc;
-}
-
-// a . b of two shared rows on the calling lane.
-__device__ __forceinline__ float dot_row_shared(const float* __restrict__ a, const float* __restrict__ b) {
+// a . b of two shared rows on the calling lane (with a = b, ||a||^2: one lane per row gives every row's norm
+// at once, instead of a warp-wide butterfly per row).
+__device__ __forceinline__ float dot_row_shared(const float* a, const float* b) {
   float acc = 0.f;
 #pragma unroll
   for (int k = 0; k < D; k += 4) {
@@ -350,8 +336,8 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     }
     __syncwarp();
     if (lane < CM) {  // lane r: the norms of row r
-      s.inv_k[lane] = inv_norm(row_sumsq(s.K[lane]));
-      s.inv_u[lane] = inv_norm(row_sumsq(s.U[lane]));
+      s.inv_k[lane] = inv_norm(dot_row_shared(s.K[lane], s.K[lane]));
+      s.inv_u[lane] = inv_norm(dot_row_shared(s.U[lane], s.U[lane]));
     }
     __syncwarp();
 #pragma unroll
@@ -428,7 +414,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
       s.U[t][lane] = al;  // U is spent: its rows now hold alpha_t, for their norms
     }
     __syncwarp();
-    if (lane < CM) s.inv_u[lane] = inv_norm(row_sumsq(s.U[lane]));
+    if (lane < CM) s.inv_u[lane] = inv_norm(dot_row_shared(s.U[lane], s.U[lane]));
     __syncwarp();
 #pragma unroll
     for (int t = 0; t < CM; ++t)
@@ -502,7 +488,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
     if constexpr (!kMap) s.z[lane] = z;
     __syncwarp();
     if (lane < CM) {  // lane r: row r's key norm and read denominator
-      s.inv_k[lane] = inv_norm(row_sumsq(s.K[lane]));
+      s.inv_k[lane] = inv_norm(dot_row_shared(s.K[lane], s.K[lane]));
       if constexpr (!kMap) {
         // phi(q_r) . z_r with z_r = z + sum_{j<=r} phi(k_j) (line 24 before line 26).
         float qz = dot_row_shared(s.Q[lane], s.z);
