@@ -2,7 +2,7 @@
 # machine. Sets OUT, BUILD, status and step(); unpacks the carried Debian packages (.device-carry/debs,
 # fetched beforehand with `apt-get download`, docs/gpu.md) into a private prefix, never into /; moves to
 # the carried source snapshot (.device-carry/src.tar, made with `git archive HEAD`) when there is one;
-# and defines device_build TARGETS... (configure Release for sm_90, build; logs in $OUT/build.log),
+# and defines device_build TARGETS... (configure Release for sm_90, build; logs in $OUT/build.log), build_ab,
 # sanitize TOOL SPEC LOG and bench_attention B H D TLIST REPS CSV [torch] (below), which every check script uses.
 OUT=${OUT:-/tmp/vla-device-out}
 BUILD=${BUILD:-build-device}
@@ -46,6 +46,19 @@ device_build() {
   local rc=$?; tail -3 "$OUT/build.log"
   grep -E "registers|spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
   if [ $rc -ne 0 ]; then echo "BUILD FAILED (see build.log)"; grep -B2 -A8 -E "error" "$OUT/build.log" | head -60; exit 1; fi
+}
+
+# build_ab REPO FILE...: `vla` from the snapshot as it is (B, copied to /tmp/vla-B) and with each FILE
+# (a repository path) replaced by its baseline REPO/.device-carry/ab/FILE (A, /tmp/vla-A; prepare them here
+# with `mkdir -p .device-carry/ab/$(dirname F) && git show REV:F > .device-carry/ab/F`). The snapshot's
+# files are put back afterwards, so a later build is B again. For A/B timings taken in one call.
+build_ab() {
+  local repo=$1 f; shift
+  for f in "$@"; do [ -f "$repo/.device-carry/ab/$f" ] || { echo "build_ab: .device-carry/ab/$f not found"; exit 2; }; done
+  device_build vla && cp "$BUILD/bin/vla" /tmp/vla-B
+  for f in "$@"; do mkdir -p "/tmp/ab-B/$(dirname "$f")" && cp "$f" "/tmp/ab-B/$f" && cp "$repo/.device-carry/ab/$f" "$f"; done
+  device_build vla && cp "$BUILD/bin/vla" /tmp/vla-A
+  for f in "$@"; do cp "/tmp/ab-B/$f" "$f"; done
 }
 
 # sanitize TOOL SPEC LOG: compute-sanitizer TOOL (memcheck, racecheck) over test_gpu's Catch2 test SPEC,

@@ -1,28 +1,19 @@
 #!/usr/bin/env bash
 # A/B of GPU training step time on one machine in one call: `vla train --device cuda` built from the snapshot (B) and
-# from the snapshot with one source file swapped for a baseline (A), run alternately, so that the
-# comparison is not drowned by the 10-20% spread between runs and machines (docs/gpu.md, GPU training).
-# usage: AB_FILE=gpu/train/model.cpp AB_BASELINE=.device-carry/model-old.cpp [AB_REPS=5] [AB_STEPS=200] \
-#          bash gpu/train-ab.sh
+# with the AB_FILE files swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), run
+# alternately, so that the comparison is not drowned by the 10-20% spread between runs and machines (docs/gpu.md,
+# GPU training).
+# usage: AB_FILE="gpu/train/model.cpp ..." [AB_REPS=5] [AB_STEPS=200] bash gpu/train-ab.sh
 #   Each rep runs MQAR n = 8 and 24, vla and deltanet, default model, batch 64, once per binary; prints
 #   every run's ms/step, then per case the medians and B/A. Uses .device-carry as gpu/device-check.sh does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-: "${AB_FILE:?AB_FILE: the repository path of the file to swap, e.g. gpu/train/model.cpp}"
-: "${AB_BASELINE:?AB_BASELINE: the baseline version of AB_FILE (a carried file)}"
-BASELINE=$(realpath "$AB_BASELINE") || exit 2
+REPO=$(pwd)
+: "${AB_FILE:?AB_FILE: the repository paths of the files to swap, e.g. gpu/train/model.cpp}"
 REPS=${AB_REPS:-5}
 STEPS=${AB_STEPS:-200}
 source gpu/device-env.sh
-device_build vla
-[ -f "$AB_FILE" ] || { echo "AB_FILE: $AB_FILE is not a file of the snapshot"; exit 2; }
-cp "$BUILD/bin/vla" /tmp/vla-B
-cp "$AB_FILE" /tmp/ab-B.src
-cp "$BASELINE" "$AB_FILE"
-build_rc=0; cmake --build "$BUILD" --target vla > "$OUT/ab-build.log" 2>&1 || build_rc=1
-cp "$BUILD/bin/vla" /tmp/vla-A
-cp /tmp/ab-B.src "$AB_FILE"                       # the snapshot as it was (the next build restores B)
-[ $build_rc -eq 0 ] || { echo "baseline build failed: $OUT/ab-build.log"; exit 1; }
+build_ab "$REPO" $AB_FILE
 step "A/B step times, $REPS reps of $STEPS steps"
 for rep in $(seq "$REPS"); do for n in 8 24; do for mixer in vla deltanet; do for v in A B; do
   ms=$(/tmp/vla-$v train --device cuda --task mqar --pairs $n --mixer $mixer --steps "$STEPS" --batch 64 --eval-batches 1 \

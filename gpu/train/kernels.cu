@@ -1,5 +1,6 @@
-// Kernels of gpu/train/kernels.hpp. Simple one-thread-per-element or one-block-per-row kernels: the
-// step's time is in the cuBLAS projections and the recurrences, not here (docs/gpu.md).
+// Kernels of gpu/train/kernels.hpp: one thread per element, one block per row, or (column sums) a tile
+// of columns per block with the rows split over its threads. The step's time should be in the cuBLAS
+// projections and the recurrences, not here (docs/gpu.md, "Training throughput").
 #include "gpu/train/kernels.hpp"
 
 #include <cfloat>
@@ -81,20 +82,37 @@ __global__ void ln_bwd_k(const float* dY, const float* g, const float* xhat, con
     dX[row * d + j] = acc ? dX[row * d + j] + v : v;
   }
 }
-__global__ void ln_param_grad_k(const float* dY, const float* xhat, int N, int d, float* dg, float* db) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= d) return;
-  float a = 0.f, c = 0.f;
-  for (int n = 0; n < N; ++n) { const float y = dY[(long long)n * d + j]; a += y * xhat[(long long)n * d + j]; c += y; }
-  dg[j] += a;
-  db[j] += c;
-}
-__global__ void colsum_k(const float* dY, int N, int m, float* db) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= m) return;
-  float a = 0.f;
-  for (int n = 0; n < N; ++n) a += dY[(long long)n * m + j];
-  db[j] += a;
+// Column sums of a row-major (N, m) matrix dY, and with xhat also of dY * xhat (LayerNorm's gain
+// gradient): a block owns kColTile columns, its thread (x, y) adds rows y, y + kRowLanes, ... of column
+// x in row order, then the kRowLanes partial sums meet in a fixed tree over y. The order is fixed for
+// any launch (deterministic, no atomics), and each thread adds N / kRowLanes terms: one thread per column
+// over all N rows was half of a training step's GPU time (docs/gpu.md, "Training throughput").
+constexpr int kColTile = 32, kRowLanes = 32;
+template <bool kGain>
+__global__ void column_sums_k(const float* dY, const float* xhat, int N, int m, float* dg, float* db) {
+  __shared__ float sum_y[kRowLanes][kColTile + 1], sum_yx[kGain ? kRowLanes : 1][kColTile + 1];
+  const int x = threadIdx.x, y = threadIdx.y, j = blockIdx.x * kColTile + x;
+  float c = 0.f, a = 0.f;
+  if (j < m)
+    for (long long n = y; n < N; n += kRowLanes) {
+      const float v = dY[n * m + j];
+      c += v;
+      if (kGain) a += v * xhat[n * m + j];
+    }
+  sum_y[y][x] = c;
+  if (kGain) sum_yx[y][x] = a;
+  __syncthreads();
+  for (int o = kRowLanes / 2; o > 0; o >>= 1) {
+    if (y < o) {
+      sum_y[y][x] += sum_y[y + o][x];
+      if (kGain) sum_yx[y][x] += sum_yx[y + o][x];
+    }
+    __syncthreads();
+  }
+  if (y == 0 && j < m) {
+    db[j] += sum_y[0][x];
+    if (kGain) dg[j] += sum_yx[0][x];
+  }
 }
 __global__ void add_bias_k(float* Y, const float* b, long long total, int m) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -174,17 +192,25 @@ __global__ void sumsq_k(const float* x, long long n, double* out) {
   }
   if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
 }
-__global__ void adamw_k(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
-                        float bc2, float lr, float lr_wd, float eps, bool decay) {
+// One launch for every tensor of the flat arrays: element i belongs to the last tensor whose start is
+// <= i (binary search of `tensors`, each entry start << 1 | decay, ascending). The arithmetic per element
+// is the per-tensor update's, so the result does not depend on how the arrays are split into launches.
+__global__ void adamw_k(float* P, const float* grad, float* M, float* V, long long n, const long long* tensors, int count, AdamwFactors f) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float G = grad[i] * gscale;
-  const float m = b1 * M[i] + omb1 * G;
-  const float v = b2 * V[i] + omb2 * G * G;
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if ((tensors[mid] >> 1) <= i) lo = mid; else hi = mid - 1;
+  }
+  const bool decay = tensors[lo] & 1;
+  const float G = grad[i] * f.gscale;
+  const float m = f.b1 * M[i] + f.omb1 * G;
+  const float v = f.b2 * V[i] + f.omb2 * G * G;
   M[i] = m; V[i] = v;
   float p = P[i];
-  if (decay) p -= lr_wd * p;
-  p -= lr * (m / bc1) / (sqrtf(v / bc2) + eps);
+  if (decay) p -= f.lr_wd * p;
+  p -= f.lr * (m / f.bc1) / (sqrtf(v / f.bc2) + f.eps);
   P[i] = p;
 }
 
@@ -207,14 +233,14 @@ cudaError_t layernorm_forward(const float* X, const float* g, const float* b, in
 }
 cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
                                bool accumulate, float* dg, float* db, cudaStream_t s) {
-  ln_param_grad_k<<<blocks_for(d), kThreads, 0, s>>>(dY, xhat, N, d, dg, db);
+  column_sums_k<true><<<(d + kColTile - 1) / kColTile, dim3(kColTile, kRowLanes), 0, s>>>(dY, xhat, N, d, dg, db);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   ln_bwd_k<<<N, 128, 0, s>>>(dY, g, xhat, rstd, d, dX, accumulate);
   return cudaGetLastError();
 }
 cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s) {
-  colsum_k<<<blocks_for(n_cols), kThreads, 0, s>>>(dY, N, n_cols, db);
+  column_sums_k<false><<<(n_cols + kColTile - 1) / kColTile, dim3(kColTile, kRowLanes), 0, s>>>(dY, nullptr, N, n_cols, nullptr, db);
   return cudaGetLastError();
 }
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s) {
@@ -246,10 +272,10 @@ cudaError_t sum_squares_partials(const float* x, long long n, double* out, cudaS
   sumsq_k<<<kSumSqBlocks, kThreads, 0, s>>>(x, n, out);
   return cudaGetLastError();
 }
-cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
-                  float bc2, float lr, float lr_wd, float eps, bool decay, cudaStream_t s) {
+cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, const long long* tensors, int count, const AdamwFactors& f,
+                  cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(P, grad, M, V, n, gscale, b1, omb1, b2, omb2, bc1, bc2, lr, lr_wd, eps, decay);
+  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(P, grad, M, V, n, tensors, count, f);
   return cudaGetLastError();
 }
 

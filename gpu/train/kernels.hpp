@@ -17,10 +17,10 @@ cudaError_t embed_backward(const int* tokens, const float* dX, int N, int T, int
 // Y = g * xhat + b, xhat = (x - mean) rstd, rstd = 1/sqrt(var + 1e-5) (core/model/layernorm.hpp). xhat (N, d), rstd (N).
 cudaError_t layernorm_forward(const float* X, const float* g, const float* b, int N, int d, float* Y, float* xhat, float* rstd, cudaStream_t s);
 // dX (+)= rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dY g; accumulate: dX += instead of =.
-// dg += sum_n dY xhat, db += sum_n dY (column sums in row order: deterministic).
+// dg += sum_n dY xhat, db += sum_n dY (column sums in a fixed order: deterministic).
 cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
                                bool accumulate, float* dg, float* db, cudaStream_t s);
-// db (n_cols) += sum over rows of dY (N, n_cols), fixed order.
+// db (n_cols) += sum over rows of dY (N, n_cols), in a fixed order (32 strided row sums, then a tree).
 cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s);
 // Y (N, n) += b broadcast over rows.
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s);
@@ -37,9 +37,14 @@ cudaError_t softmax_cross_entropy(const float* logits, const int* targets, int N
 // out[blk] = sum of squares (in double) of x over chunk blk; the host adds the partials in order.
 inline constexpr int kSumSqBlocks = 256;
 cudaError_t sum_squares_partials(const float* x, long long n, double* out, cudaStream_t s);
-// AdamW on n parameters (core/train/adamw.hpp's float arithmetic): G = grad * gscale (the clip);
-// omb = float(1 - b) rounded from double as the CPU's T(1 - c.beta1); M = b1 M + omb1 G; V = b2 V + (1-b2) G^2; if decay: P -= lr wd P; P -= lr (M/bc1) / (sqrt(V/bc2) + eps).
-cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, float gscale, float b1, float omb1, float b2, float omb2, float bc1,
-                  float bc2, float lr, float lr_wd, float eps, bool decay, cudaStream_t s);
+// AdamW on the n parameters of a flat array of `count` tensors (core/train/adamw.hpp's float arithmetic):
+// G = grad * gscale (the clip); omb = float(1 - b) rounded from double as the CPU's T(1 - c.beta1);
+// M = b1 M + omb1 G; V = b2 V + (1-b2) G^2; if decay: P -= lr wd P; P -= lr (M/bc1) / (sqrt(V/bc2) + eps).
+// tensors (device, count entries, ascending): tensor k's start << 1 | (1 if it is decayed). One launch.
+struct AdamwFactors {
+  float gscale, b1, omb1, b2, omb2, bc1, bc2, lr, lr_wd, eps;
+};
+cudaError_t adamw(float* P, const float* grad, float* M, float* V, long long n, const long long* tensors, int count, const AdamwFactors& f,
+                  cudaStream_t s);
 
 }  // namespace vla::gpu::train

@@ -45,6 +45,7 @@ struct GpuModel::Impl {
   std::vector<std::size_t> off;            // start of tensor i in the flat arrays
   std::vector<int> rows, cols;             // tensor i's shape
   DeviceBuffer P, G, M, V;                 // flat parameters, gradient, AdamW moments
+  DeviceBuffer adamw_tensors;              // per tensor: int64 off << 1 | decayed (kernels.hpp's adamw)
   long adam_step = 0;
   cublasHandle_t blas = nullptr;
   cudaStream_t stream = nullptr;          // every launch, copy and GEMM of this model runs on it
@@ -185,6 +186,12 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
     total += std::size_t(t.size());
   }
   m.P = DeviceBuffer(total); m.G = DeviceBuffer(total); m.M = DeviceBuffer(total); m.V = DeviceBuffer(total);
+  {  // AdamW's tensor table: matrices are decayed, vectors not (core/train/adamw.hpp's rule)
+    std::vector<long long> table;
+    for (std::size_t i = 0; i < m.off.size(); ++i) table.push_back((long long)m.off[i] << 1 | (m.cols[i] > 1 ? 1 : 0));
+    m.adamw_tensors = DeviceBuffer(2 * table.size());  // two float slots per int64
+    check(cudaMemcpy(m.adamw_tensors.get(), table.data(), table.size() * sizeof(long long), cudaMemcpyHostToDevice), "upload AdamW table");
+  }
   check(cudaMemset(m.M.get(), 0, total * sizeof(float)), "cudaMemset M");
   check(cudaMemset(m.V.get(), 0, total * sizeof(float)), "cudaMemset V");
   check(cudaMemset(m.G.get(), 0, total * sizeof(float)), "cudaMemset G");
@@ -401,10 +408,10 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
 void GpuModel::Impl::u_forward(int l, MixerActs& a) {
   using namespace model;
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
-  const float one = 1.f, zero = 0.f;
-  for (int h = 0; h < H; ++h)
-    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)) + std::size_t(h) * dh * dh, dh,
-                           a.K.get() + h * dh, hd, &zero, a.U.get() + h * dh, hd), "sgemm u");
+  const float one = 1.f, zero = 0.f;  // one GEMM per head, batched: head h at W_u + h dh^2, K + h dh, U + h dh
+  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)), dh, (long long)dh * dh, a.K.get(), hd, dh,
+                                       &zero, a.U.get(), hd, dh, H),
+             "sgemm u");
   check_launch(add_bias(a.U.get(), p(blk(l, BU)), N, hd, stream), "bias u");
   check_launch(bthc_to_bhtc(a.U.get(), B, T, H, dh, a.ub.get(), stream), "permute u");
 }
@@ -414,15 +421,13 @@ void GpuModel::Impl::u_backward(int l, const MixerActs& a) {
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
   auto& m = dmix;
   check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), stream), "permute du");
-  const float one = 1.f;
-  for (int h = 0; h < H; ++h) {
-    float* Wu = p(blk(l, WU)) + std::size_t(h) * dh * dh;
-    float* gWu = g(blk(l, WU)) + std::size_t(h) * dh * dh;
-    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, N, &one, a.K.get() + h * dh, hd, m.dU.get() + h * dh, hd, &one, gWu, dh),
-               "sgemm dWu");
-    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, Wu, dh, m.dU.get() + h * dh, hd, &one, m.dK.get() + h * dh, hd),
-               "sgemm dK from u");
-  }
+  const float one = 1.f;  // per head h, batched: dW_u^h (dh x dh at + h dh^2) += dU^h^T K^h; dK^h += dU^h W_u^h
+  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, N, &one, a.K.get(), hd, dh, m.dU.get(), hd, dh, &one,
+                                       g(blk(l, WU)), dh, (long long)dh * dh, H),
+             "sgemm dWu");
+  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)), dh, (long long)dh * dh, m.dU.get(), hd, dh,
+                                       &one, m.dK.get(), hd, dh, H),
+             "sgemm dK from u");
   check_launch(column_sums(m.dU.get(), N, hd, g(blk(l, BU)), stream), "column_sums bu");
 }
 
@@ -565,13 +570,11 @@ void GpuModel::adamw_step(const vla::train::AdamWConfig& c, double lr, double gs
   m.adam_step += 1;
   // As core/train/adamw.hpp: bias corrections in double, every factor rounded to float once.
   const double bc1 = 1.0 - std::pow(c.beta1, double(m.adam_step)), bc2 = 1.0 - std::pow(c.beta2, double(m.adam_step));
-  for (std::size_t i = 0; i < m.off.size(); ++i) {
-    const long long n = (long long)m.rows[i] * m.cols[i];
-    const bool decay = m.cols[i] > 1;  // matrices only (the CPU's rule)
-    check_launch(adamw(m.P.get() + m.off[i], m.G.get() + m.off[i], m.M.get() + m.off[i], m.V.get() + m.off[i], n, float(gscale),
-                       float(c.beta1), float(1 - c.beta1), float(c.beta2), float(1 - c.beta2), float(bc1), float(bc2), float(lr),
-                       float(lr * c.weight_decay), float(c.eps), decay, m.stream), "adamw");
-  }
+  const AdamwFactors f{float(gscale), float(c.beta1), float(1 - c.beta1), float(c.beta2), float(1 - c.beta2), float(bc1), float(bc2),
+                       float(lr), float(lr * c.weight_decay), float(c.eps)};
+  check_launch(adamw(m.P.get(), m.G.get(), m.M.get(), m.V.get(), (long long)m.P.size(), reinterpret_cast<const long long*>(m.adamw_tensors.get()),
+                     int(m.off.size()), f, m.stream),
+               "adamw");
 }
 
 }  // namespace vla::gpu::train

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What bounds GPU training throughput, in one call (docs/gpu.md, "Training throughput"):
+#   1. the kernels of one training step: ncu's GPU time of every kernel of a run of S1 and of S2 steps
+#      (MQAR n = 8 and 32, VLA, default model, batch 64); their difference over S2 - S1 is one step's
+#      kernels (launch count, GPU time by kernel name), without the set-up and the evaluation;
+#   2. the rate: wall time of R concurrent runs of STEPS steps (R = 1, 4, 16, and 32 where the host has
+#      the cores), per run-step, at n = 8 and 32.
+# A step whose GPU time is far below the per-run-step rate is bound by launches and host round trips,
+# not by the GPU's arithmetic. With AB_FILE="F ...", both for the snapshot (B) and for it with those files
+# swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), the rates alternating A, B.
+# Uses .device-carry as gpu/device-check.sh does.
+# usage: [AB_FILE="gpu/train/kernels.cu ..."] [STEPS=300] [PAIRS="8 32"] bash gpu/train-throughput.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+STEPS=${STEPS:-300}
+PAIRS=${PAIRS:-"8 32"}
+source gpu/device-env.sh
+if [ -n "${AB_FILE:-}" ]; then
+  build_ab "$REPO" $AB_FILE; BINS="A B"
+else
+  device_build vla && cp "$BUILD/bin/vla" /tmp/vla-B; BINS="B"
+fi
+train() {  # train BIN PAIRS STEPS OUTDIR [more options]: one MQAR run (or several, with --seeds) of VLA
+  local v=$1 n=$2 s=$3 dir=$4; shift 4
+  rm -rf "$dir"
+  /tmp/vla-$v train --device cuda --task mqar --pairs "$n" --steps "$s" --batch 64 --eval-batches 1 --checkpoint-every 100000 \
+    --out "$dir" "$@" > /dev/null 2>&1
+}
+
+if command -v ncu > /dev/null; then
+  for v in B; do for n in $PAIRS; do  # the snapshot only: kernel times do not drift between runs as rates do
+    step "$v, ncu: the kernels of one training step at n = $n (runs of 4 and 8 steps)"
+    for s in 4 8; do
+      rm -rf /tmp/ncu_run
+      ncu --csv --metrics gpu__time_duration.sum /tmp/vla-$v train --device cuda --task mqar --pairs "$n" --mixer vla --steps $s \
+        --batch 64 --eval-batches 1 --checkpoint-every 100000 --seed 0 --out /tmp/ncu_run > "$OUT/ncu-$v-n$n-s$s.csv" 2> "$OUT/ncu.err" ||
+        { status=1; echo "ncu failed"; tail -5 "$OUT/ncu.err"; }
+    done
+    python3 - "$OUT/ncu-$v-n$n-s4.csv" "$OUT/ncu-$v-n$n-s8.csv" <<'PY'
+import collections, csv, re, sys
+def kernels(path):
+    rows = [l for l in open(path) if l.startswith('"')]
+    c, t = collections.Counter(), collections.Counter()
+    for r in csv.DictReader(rows):
+        if r.get("Metric Name") != "gpu__time_duration.sum": continue
+        name = re.sub(r"\(.*", "", r["Kernel Name"])[:70]
+        unit = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[r["Metric Unit"]]
+        t[name] += float(r["Metric Value"].replace(",", "")) * unit
+        c[name] += 1
+    return c, t
+(c4, t4), (c8, t8) = kernels(sys.argv[1]), kernels(sys.argv[2])
+names = sorted(set(c8) | set(c4), key=lambda k: -(t8[k] - t4[k]))
+n = sum(c8.values()) - sum(c4.values()); us = sum(t8.values()) - sum(t4.values())
+print(f"per step: {n / 4:.1f} kernel launches, {us / 4:.1f} us of GPU time (kernels back to back)")
+for k in names:
+    dc, dt = (c8[k] - c4[k]) / 4, (t8[k] - t4[k]) / 4
+    if dc: print(f"  {dc:6.1f} x {k:70s} {dt:8.1f} us")
+PY
+  done; done
+else
+  echo "ncu not found: kernel breakdown skipped"
+fi
+
+for n in $PAIRS; do
+  for R in 1 4 16 32; do
+    [ "$R" -gt "$(nproc)" ] && continue
+    seeds=$(seq -s, 0 $((R - 1)))
+    for v in $BINS; do
+      t0=$(date +%s.%N)
+      train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla || { status=1; echo "train failed: $v, n = $n, R = $R"; }
+      t1=$(date +%s.%N)
+      python3 -c "w = $t1 - $t0; print(f'$v: n = $n, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
+    done
+  done
+done | tee "$OUT/throughput.log"
+exit $status
