@@ -8,8 +8,9 @@
 # A step whose GPU time is far below the per-run-step rate is bound by launches and host round trips,
 # not by the GPU's arithmetic. With AB_FILE="F ...", both for the snapshot (B) and for it with those files
 # swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), the rates alternating A, B.
-# Uses .device-carry as gpu/device-check.sh does.
-# usage: [AB_FILE="gpu/train/kernels.cu ..."] [STEPS=300] [PAIRS="8 32"] bash gpu/train-throughput.sh
+# CONNECTIONS=K adds the snapshot's rates with CUDA_DEVICE_MAX_CONNECTIONS=K (the hardware queues the
+# streams of concurrent runs share; the driver's default is 8). Uses .device-carry as gpu/device-check.sh does.
+# usage: [AB_FILE="gpu/train/kernels.cu ..."] [CONNECTIONS=32] [STEPS=300] [PAIRS="8 32"] bash gpu/train-throughput.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -66,9 +67,13 @@ for n in $PAIRS; do
   for R in 1 4 16 32; do
     [ "$R" -gt "$(nproc)" ] && continue
     seeds=$(seq -s, 0 $((R - 1)))
-    for v in $BINS; do
+    for v in $BINS ${CONNECTIONS:+B:$CONNECTIONS}; do
       t0=$(date +%s.%N)
-      train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla || { status=1; echo "train failed: $v, n = $n, R = $R"; }
+      if [ "$v" = "B:${CONNECTIONS:-}" ]; then
+        CUDA_DEVICE_MAX_CONNECTIONS=$CONNECTIONS train B "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla
+      else
+        train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla
+      fi || { status=1; echo "train failed: $v, n = $n, R = $R"; }
       t1=$(date +%s.%N)
       python3 -c "w = $t1 - $t0; print(f'$v: n = $n, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
     done

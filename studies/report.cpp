@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -46,21 +47,61 @@ std::string relinked(const std::string& md, const std::string& id) {
 
 std::string join_ids(const std::vector<std::string>& ids) { return ids.empty() ? "none" : fmt::format("`{}`", fmt::join(ids, "`, `")); }
 
-std::string recipe_summary(const Ran& r) {
+// "m lr/steps steps (e% of seeds escape, mean over n);" per mixer: the recipe study's best recipes.
+std::string best_recipes(const nlohmann::json& facts) {
+  std::string best;
+  for (const auto& [m, b] : facts.value("best", nlohmann::json::object()).items())
+    best += fmt::format(" {} {}/{} steps ({:.0f}% of seeds escape, mean over n);", m, recipe::lr_label(b.value("lr", 0.0)),
+                        b.value("steps", 0), 100 * b.value("escape", 0.0));
+  return best;
+}
+
+// " n = 8: 0% of seeds;" ...: how often VLA leaves the plateau at the paper's recipe, per n of one sweep.
+std::string vla_at_paper_recipe(const nlohmann::json& facts) {
+  const auto esc = facts.value("escape", nlohmann::json::object());
+  const auto pr = facts.value("paper_recipe", nlohmann::json::object());
+  const std::string paper = recipe::recipe_label(pr.value("lr", 3e-4), pr.value("steps", 2000));
+  std::string per_n;
+  if (esc.contains("vla") && esc["vla"].contains(paper))
+    for (const auto& [n, e] : esc["vla"][paper].items()) per_n += fmt::format(" n = {}: {:.0f}% of seeds;", n, 100 * e.get<double>());
+  return per_n;
+}
+
+// Full-size recipe sweeps kept as run records (OUT/logs/*/verdict.json of recipe-sensitivity): a section
+// shows the runs of one store, and a sweep at other n whose store is gone stays readable there.
+std::string recipe_records(const fs::path& out_dir) {
+  std::vector<fs::path> dirs;
+  if (fs::is_directory(out_dir / "logs"))
+    for (const auto& e : fs::directory_iterator(out_dir / "logs"))
+      if (fs::exists(e.path() / "verdict.json")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::string s;
+  for (const auto& d : dirs) {
+    std::ifstream in(d / "verdict.json");
+    const nlohmann::json v = nlohmann::json::parse(in, nullptr, false);
+    if (v.is_discarded() || v.value("study", "") != "recipe-sensitivity" || v.value("quick", false)) continue;
+    const auto& f = v["facts"];
+    s += fmt::format("  - an earlier sweep, kept as a run record ([logs/{}/section.md](logs/{}/section.md)), n in {}: VLA at the "
+                     "paper's recipe{} VLA every seed out of the plateau at {}; best recipe per mixer:{}\n",
+                     d.filename().string(), d.filename().string(), f.value("ns", nlohmann::json::array()).dump(), vla_at_paper_recipe(f),
+                     f.value("vla_holds_at", std::vector<std::string>{}).empty() ? std::string("no recipe")
+                                                                              : fmt::format("{}", fmt::join(f.value("vla_holds_at", std::vector<std::string>{}), ", ")),
+                     best_recipes(f));
+  }
+  return s;
+}
+
+std::string recipe_summary(const Ran& r, const fs::path& out_dir) {
   if (!r.ran()) return "- The recipe question has not been run yet (`vla study run recipe-sensitivity`).\n";
   const auto& f = r.verdict["facts"];
   std::string s = fmt::format("- The recipe question (recipe-sensitivity{}: lr x steps x mixer at n in {}, seeds {}; a seed leaves the "
                               "plateau when its final eval exceeds {}):\n",
                               r.quick() ? ", **quick smoke run: not a result**" : "", f.value("ns", nlohmann::json::array()).dump(),
                               f.value("seeds", nlohmann::json::array()).dump(), f.value("escape_threshold", 0.5));
-  const auto esc = f.value("escape", nlohmann::json::object());
   const auto pr = f.value("paper_recipe", nlohmann::json::object());
   const std::string paper = recipe::recipe_label(pr.value("lr", 3e-4), pr.value("steps", 2000));
-  if (esc.contains("vla") && esc["vla"].contains(paper)) {
-    std::string per_n;
-    for (const auto& [n, e] : esc["vla"][paper].items()) per_n += fmt::format(" n = {}: {:.0f}% of seeds;", n, 100 * e.get<double>());
-    s += fmt::format("  - at the paper's recipe ({}) VLA leaves the plateau at{}\n", paper, per_n);
-  }
+  const std::string per_n = vla_at_paper_recipe(f);
+  if (!per_n.empty()) s += fmt::format("  - at the paper's recipe ({}) VLA leaves the plateau at{}\n", paper, per_n);
   const auto at = f.value("vla_holds_at", std::vector<std::string>{});
   if (f.value("vla_holds_at_paper_recipe", false))
     s += "  - so the paper's claims of VLA at ~1.000 within capacity (Fig. 5, Tables 8, 9, 11, 12) **hold at its own recipe**;\n";
@@ -70,13 +111,9 @@ std::string recipe_summary(const Ran& r) {
   else
     s += "  - the paper's claims of VLA at ~1.000 within capacity (Fig. 5, Tables 8, 9, 11, 12) **do not hold at any recipe tried** "
          "(no recipe of the grid lets every seed leave the plateau at every n <= 24);\n";
-  std::string best;
-  const auto bests = f.value("best", nlohmann::json::object());
-  for (const auto& [m, b] : bests.items())
-    best += fmt::format(" {} {}/{} steps ({:.0f}% of seeds escape, mean over n);", m, recipe::lr_label(b.value("lr", 0.0)),
-                        b.value("steps", 0), 100 * b.value("escape", 0.0));
+  const std::string best = best_recipes(f);
   if (!best.empty()) s += "  - best recipe per mixer:" + best + " recipe-capacity measures capacity there.\n";
-  return s;
+  return s + recipe_records(out_dir);
 }
 
 // The scale-out measurement, when gpu-bench/data-parallel.csv is there (`vla bench data-parallel`, written
@@ -154,7 +191,7 @@ std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector
   for (const auto& [v, ids] : trained) m += fmt::format(" {} — {};", v, join_ids(ids));
   m += "\n";
   for (const auto& r : studies)
-    if (r.study->id == "recipe-sensitivity") m += recipe_summary(r);
+    if (r.study->id == "recipe-sensitivity") m += recipe_summary(r, cfg.out_dir);
   std::vector<std::string> blocked;
   for (const auto& r : studies)
     if (r.ran() && r.verdict.value("blocked", 0) > 0) blocked.push_back(r.study->id);
