@@ -50,7 +50,8 @@ std::string join_ids(const std::vector<std::string>& ids) { return ids.empty() ?
 // "m lr/steps steps (e% of seeds escape, mean over n);" per mixer: the recipe study's best recipes.
 std::string best_recipes(const nlohmann::json& facts) {
   std::string best;
-  for (const auto& [m, b] : facts.value("best", nlohmann::json::object()).items())
+  const auto bests = facts.value("best", nlohmann::json::object());  // items() would not keep a temporary alive
+  for (const auto& [m, b] : bests.items())
     best += fmt::format(" {} {}/{} steps ({:.0f}% of seeds escape, mean over n);", m, recipe::lr_label(b.value("lr", 0.0)),
                         b.value("steps", 0), 100 * b.value("escape", 0.0));
   return best;

@@ -57,7 +57,9 @@ double run_cost(const train::TrainConfig& c) {
 double estimated_seconds(const train::TrainConfig& c, const std::string& device, int cpu_threads) {
   const double T = c.task.length(), batch = c.batch / 64.0, cpu_width = run_cost(c) / (double(c.steps) * c.batch * T);
   const double gpu_width = std::max(1.0, c.model.d_head / 32.0);  // the fused kernels and the GEMMs: ~linear in d_h
-  const double step_ms = device == "cuda" ? (0.234 + 0.015625 * T) * batch * gpu_width
+  // GPU: ms per run-step with 16 runs at once, fitted to the recipe sweep at n = 24, 32 (four mixers, one
+  // H200: 1.44e6 run-steps in 1330 s) with the slope of VLA's rates at n = 8 and 32 (gpu/train-throughput.sh).
+  const double step_ms = device == "cuda" ? (0.23 + 0.0081 * T) * batch * gpu_width
                                           : 73e-3 * T * c.batch * cpu_width * 2.0 / std::max(1, cpu_threads);
   return 1.05 * c.steps * step_ms / 1e3;
 }

@@ -117,7 +117,7 @@ void plan(const Args& a) {
              o.store_root().string());
   fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
   if (a.opt.device == "cuda") {
-    fmt::print("  cuda: {} runs, ~{:.0f} s at the H100 rate measured with 12-16 runs at once (more runs at once do not raise it)", gpu_runs,
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the rate measured with 16 runs at once on one H200 (more runs at once did not raise it)", gpu_runs,
                gpu_s);
     // Concurrent runs spread over every visible GPU (gpu/train/trainer.hpp): two H100s took 600 s for
     // fig6-mqar-long-context's 96 runs, planned at ~1004 s for one.
