@@ -5,8 +5,8 @@
 #      kernels (launch count, GPU time by kernel name), without the set-up and the evaluation;
 #   2. the rate: wall time of R concurrent runs of STEPS steps (R = 1, 4, 16, and 32 where the host has
 #      the cores), per run-step, at n = 8 and 32.
-# A step whose GPU time is far below the per-run-step rate is bound by launches and host round trips,
-# not by the GPU's arithmetic. With AB_FILE="F ...", both for the snapshot (B) and for it with those files
+# One step's GPU time against the per-run-step rate of many runs says how far the runs overlap on the GPU;
+# the rates alone decide whether a change helps a sweep (docs/gpu.md: fewer launches did not). With AB_FILE="F ...", both for the snapshot (B) and for it with those files
 # swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), the rates alternating A, B.
 # CONNECTIONS=K adds the snapshot's rates with CUDA_DEVICE_MAX_CONNECTIONS=K (the hardware queues the
 # streams of concurrent runs share; the driver's default is 8). Uses .device-carry as gpu/device-check.sh does.
