@@ -1,7 +1,6 @@
 #include "analysis/chunked_exactness.hpp"
 
 #include "core/feature_map.hpp"
-#include "core/inverse_penalty_tracker.hpp"
 #include "core/rules/additive_chunked.hpp"
 #include "core/rules/delta_chunked.hpp"
 #include "core/rules/delta/rule.hpp"
@@ -166,14 +165,7 @@ VlaChunkedExactness vla_chunked_exactness_mp50(const VlaOptions& opt, const Head
 PenaltyChainExactness penalty_chain_exactness_mp50(const VlaOptions& opt, const HeadStream& s, const std::vector<int>& groups) {
   auto rows = [](const Mat<double>& m) { return cast_matrix<mp50>(Mat<double>(m.transpose())); };
   const Mat<mp50> U = vla_features<mp50>(rows(s.q), rows(s.k), rows(s.u), opt).U;  // (T, d) u_t, line 10
-  // The tracker's A before every token.
-  std::vector<Mat<mp50>> A_before;
-  InversePenaltyTracker<Precision<mp50>> tracker(1, s.d, opt.penalty);
-  for (int t = 0; t < s.T; ++t) {
-    A_before.push_back(tracker.A(0));
-    tracker.update(0, Mat<mp50>(U.row(t).transpose()));
-    tracker.advance();
-  }
+  const std::vector<Mat<mp50>> A_before = tracker_penalties<mp50>(U, opt.penalty);  // the tracker's A before every token
   PenaltyChainExactness r;
   for (int g : groups) {
     const PenaltyChainShape shape{s.T, opt.penalty.refresh_period, g};

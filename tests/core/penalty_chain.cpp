@@ -29,14 +29,7 @@ Mat<double> directions(int T, int d, unsigned seed, bool skew = false) {
 
 // The tracker's A before every token that starts a group, in precision T.
 template <class T> std::vector<Mat<T>> tracker_starts(const Mat<double>& U, const PenaltyOptions& opt, int group_tokens) {
-  InversePenaltyTracker<Precision<T>> tracker(1, int(U.cols()), opt);
-  std::vector<Mat<T>> starts;
-  for (int t = 0; t < U.rows(); ++t) {
-    if (t % group_tokens == 0) starts.push_back(tracker.A(0));
-    tracker.update(0, cast_matrix<T>(Mat<double>(U.row(t).transpose())));
-    tracker.advance();
-  }
-  return starts;
+  return tracker_penalties<T>(cast_matrix<T>(U), opt, group_tokens);
 }
 
 template <class T> std::vector<Mat<T>> chain(const Mat<double>& U, const PenaltyOptions& opt, int group) {

@@ -88,6 +88,18 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   INFO(out2);
   REQUIRE(rc2 == 0);
   CHECK(out2.find(": 0 runs trained, 0 resumed") != std::string::npos);
+  // A recipe sweep kept as a run record (OUT/logs/<dir>/verdict.json, full size) is listed under the recipe
+  // question beside the section's own; a quick one is not (a smoke run is no result). Missing, a reader of
+  // the report would not see the n of sweeps whose stores are gone.
+  auto record = [&](const std::string& dir, bool quick) {
+    auto v = vla::studies::read_json(s.path / "recipe-sensitivity" / "verdict.json");
+    v["quick"] = quick;
+    v["facts"]["ns"] = nlohmann::json::array({quick ? 98 : 99});
+    fs::create_directories(s.path / "logs" / dir);
+    std::ofstream(s.path / "logs" / dir / "verdict.json") << v.dump();
+  };
+  record("recipe-full", false);
+  record("recipe-quick", true);
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -98,6 +110,8 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   for (const auto& st : vla::studies::study_registry()) CHECK(report.find("## " + st.id + " — ") != std::string::npos);
   CHECK(report.find("](fig5-mqar-capacity/plots/") != std::string::npos);
   CHECK(report.find("partial (quick)") != std::string::npos);
+  CHECK(report.find("kept as a run record ([logs/recipe-full/section.md](logs/recipe-full/section.md)), n in [99]") != std::string::npos);
+  CHECK(report.find("logs/recipe-quick") == std::string::npos);
   const auto claims = vla::studies::read_json(s.path / "claims.json");
   for (const auto& c : claims.at("claims"))
     if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());

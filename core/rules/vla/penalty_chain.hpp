@@ -18,6 +18,7 @@
 // Exact when Alg. 1's guard never fires: A stays SPD, so delta_t = 1 + u_t^T A_{t-1} u_t >= 1 and the clamp
 // (line 13) or the skip (spec 001) only act for eps > 1 or after a non-finite input. Measured in float against
 // mp50 it rounds better than the token recurrence at groups of 16 segments (docs/chunkwise-vla.md).
+#include "core/inverse_penalty_tracker.hpp"
 #include "core/scalar.hpp"
 
 #include <Eigen/LU>
@@ -87,6 +88,20 @@ std::vector<Mat<T>> penalty_chain(const Mat<T>& U, const PenaltyChainShape& shap
     A = penalty_chain_step<T>(penalty_group_map<T>(U, shape, g * shape.group_tokens(), eta), A);
   }
   return starts;
+}
+
+// What the chain is held to: InversePenaltyTracker's token-by-token A (one sequence, Alg. 1 lines 12-17)
+// before every token t with t % every == 0, from the rows u_t of U (T, d) and the same options.
+template <class T> std::vector<Mat<T>> tracker_penalties(const Mat<T>& U, const PenaltyOptions& opt, int every = 1) {
+  if (every < 1) throw std::invalid_argument(fmt::format("every: must be >= 1, got {}", every));
+  InversePenaltyTracker<Precision<T>> tracker(1, int(U.cols()), opt);
+  std::vector<Mat<T>> before;
+  for (int t = 0; t < U.rows(); ++t) {
+    if (t % every == 0) before.push_back(tracker.A(0));
+    tracker.update(0, Mat<T>(U.row(t).transpose()));
+    tracker.advance();
+  }
+  return before;
 }
 
 }  // namespace vla
