@@ -30,7 +30,8 @@ train() {  # train BIN PAIRS STEPS OUTDIR [more options]: one MQAR run (or sever
 }
 
 if command -v ncu > /dev/null; then
-  for v in B; do for n in $PAIRS; do  # the snapshot only: kernel times do not drift between runs as rates do
+  v=B  # the snapshot only: kernel times do not drift between runs as rates do
+  for n in $PAIRS; do
     step "$v, ncu: the kernels of one training step at n = $n (runs of 4 and 8 steps)"
     for s in 4 8; do
       rm -rf /tmp/ncu_run
@@ -58,7 +59,7 @@ for k in names:
     dc, dt = (c8[k] - c4[k]) / 4, (t8[k] - t4[k]) / 4
     if dc: print(f"  {dc:6.1f} x {k:70s} {dt:8.1f} us")
 PY
-  done; done
+  done
 else
   echo "ncu not found: kernel breakdown skipped"
 fi

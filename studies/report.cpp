@@ -82,11 +82,11 @@ std::string recipe_records(const fs::path& out_dir) {
     const nlohmann::json v = nlohmann::json::parse(in, nullptr, false);
     if (v.is_discarded() || v.value("study", "") != "recipe-sensitivity" || v.value("quick", false)) continue;
     const auto& f = v["facts"];
+    const auto holds_at = f.value("vla_holds_at", std::vector<std::string>{});
     s += fmt::format("  - an earlier sweep, kept as a run record ([logs/{}/section.md](logs/{}/section.md)), n in {}: VLA at the "
                      "paper's recipe{} VLA every seed out of the plateau at {}; best recipe per mixer:{}\n",
                      d.filename().string(), d.filename().string(), f.value("ns", nlohmann::json::array()).dump(), vla_at_paper_recipe(f),
-                     f.value("vla_holds_at", std::vector<std::string>{}).empty() ? std::string("no recipe")
-                                                                              : fmt::format("{}", fmt::join(f.value("vla_holds_at", std::vector<std::string>{}), ", ")),
+                     holds_at.empty() ? std::string("no recipe") : fmt::format("{}", fmt::join(holds_at, ", ")),
                      best_recipes(f));
   }
   return s;
