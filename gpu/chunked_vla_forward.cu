@@ -10,7 +10,7 @@
 //   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone; the group's key sum
 //   2 penalty_chain   per sequence: A at every group start by (P3) (one 32 x 32 solve per group), and z
 //   3 alphas          from A_g, the group's chunks in order: W, G = L D L^T, Y, Alpha, A' (V1-V4); writes
-//                     alpha_hat_t (line 20) for every token
+//                     alpha_hat_t (line 20) and k_hat_t (line 9) for every token
 //   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
 //                     (V5 is affine in each row of S: run from 0 with the values it leaves B_g, from the unit
 //                     rows without values Tr_g; one warp each)
@@ -34,12 +34,6 @@ constexpr int LD = D + 4;           // row stride of the warps' shared matrices:
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
 constexpr int kBatch = 8;           // group_maps: tokens whose loads are issued together
 constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
-
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(kFull, x, off);
-  return x;  // every lane holds bitwise the same sum (a xor butterfly adds symmetric pairs)
-}
 
 // 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that the
 // error shows in the output instead of a plausible 0 (docs/recurrences.md, "Scale").
@@ -116,6 +110,7 @@ struct Plan {
   float* bm;      // (seqs, groups, D, D)    B_g
   float* s0;      // (seqs, groups, D, D)    S before the group
   float* ahat;    // (seqs, T, D)            alpha_hat_t
+  float* khat;    // (seqs, T, D)            k_hat_t (line 9), written by alphas for the memory maps
   __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
@@ -138,7 +133,9 @@ struct alignas(16) MapSmem {
   float pi[2 * D][2 * D + 1];  // Pi, lane j owns columns j and j + D
   float gram[D][LD];           // the segment's Gram, rows broadcast
   float u[kBatch][LD];         // a batch of u_t rows
+  float inv[kBatch];           // their 1 / ||u_t||
 };
+static_assert(kBatch <= 32, "group_maps: one lane per row of a batch");
 
 __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -169,10 +166,16 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
         ub[b] = x.u[at];
         kb[b] = x.k[at];
       }
+      // Line 10's norms one row per lane (a lane-local dot product instead of a butterfly per row).
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) s.u[b][lane] = ub[b];
+      __syncwarp();
+      if (lane < kBatch) s.inv[lane] = inv_norm(dot_row_shared(s.u[lane], s.u[lane]));
+      __syncwarp();
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const bool in = t0b + b < s1;  // warp-uniform
-        const float u = in ? ub[b] * inv_norm(warp_sum(ub[b] * ub[b])) * u_scale : 0.f;  // line 10
+        const float u = in ? ub[b] * s.inv[b] * u_scale : 0.f;  // line 10
         if (in) zs += elu_plus_one(kb[b]);
         s.u[b][lane] = u;
         ub[b] = u;
@@ -344,6 +347,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     for (int r = 0; r < CM; ++r) {
       s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;            // line 9
       s.U[r][lane] = r < n ? s.U[r][lane] * s.inv_u[r] * u_scale : 0.f;  // line 10
+      if (r < n) pl.khat[base + static_cast<long long>(c0 + r) * D + lane] = s.K[r][lane];
     }
     __syncwarp();
     // (V1, V3): w_t = A_c u_t and (K A_c)_t, lane = coordinate.
@@ -444,12 +448,12 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 // in that row alone); otherwise S starts at S_g and the outputs are read.
 
 template <int CM, bool kMap> struct alignas(16) MemorySmem {
-  float K[CM][LD];   // k_hat_t
+  float K[CM][LD];   // k_hat_t (outputs: phi(k_t) first, for the read's denominators)
   float Ah[CM][LD];  // alpha_hat_t
   float Q[kMap ? 1 : CM][LD];  // phi(q_t)
   float LS[CM][CM + 1];        // k_hat_t . alpha_hat_j, j < t
   float QA[kMap ? 1 : CM][CM + 1];  // phi(q_t) . alpha_hat_j, j <= t
-  float inv_k[CM];                  // 1 / ||phi(k_t)||
+  float inv_k[kMap ? 1 : CM];       // 1 / ||phi(k_t)||
   float den[CM];                    // the read's denominators
   alignas(16) float z[D];           // z before the chunk
 };
@@ -471,38 +475,42 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
-    float vv[CM], kraw[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
+    // The maps read k_hat_t as alphas wrote it (line 9). The outputs need phi(k_t) itself for z and the read's
+    // denominators, and normalise it here (the same arithmetic as alphas: the same bits).
+    float vv[CM], kin[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
       const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
-      kraw[r] = x.k[at];
+      if constexpr (kMap) kin[r] = r < n ? pl.khat[at] : 0.f;
+      else kin[r] = x.k[at];
       vv[r] = r < n && !basis ? x.v[at] : 0.f;
       s.Ah[r][lane] = r < n ? pl.ahat[at] : 0.f;
       if constexpr (!kMap) qraw[r] = x.q[at];
     }
+    if constexpr (kMap) {
 #pragma unroll
-    for (int r = 0; r < CM; ++r) {
-      s.K[r][lane] = r < n ? elu_plus_one(kraw[r]) : 0.f;
-      if constexpr (!kMap) s.Q[r][lane] = r < n ? elu_plus_one(qraw[r]) : 0.f;
-    }
-    if constexpr (!kMap) s.z[lane] = z;
-    __syncwarp();
-    if (lane < CM) {  // lane r: row r's key norm and read denominator
-      s.inv_k[lane] = inv_norm(dot_row_shared(s.K[lane], s.K[lane]));
-      if constexpr (!kMap) {
+      for (int r = 0; r < CM; ++r) s.K[r][lane] = kin[r];
+    } else {
+#pragma unroll
+      for (int r = 0; r < CM; ++r) {
+        s.K[r][lane] = r < n ? elu_plus_one(kin[r]) : 0.f;
+        s.Q[r][lane] = r < n ? elu_plus_one(qraw[r]) : 0.f;
+      }
+      s.z[lane] = z;
+      __syncwarp();
+      if (lane < CM) {  // lane r: row r's key norm and read denominator
+        s.inv_k[lane] = inv_norm(dot_row_shared(s.K[lane], s.K[lane]));
         // phi(q_r) . z_r with z_r = z + sum_{j<=r} phi(k_j) (line 24 before line 26).
         float qz = dot_row_shared(s.Q[lane], s.z);
         for (int j = 0; j <= lane; ++j) qz += dot_row_shared(s.Q[lane], s.K[j]);
         s.den[lane] = qz < pl.eps ? pl.eps : qz;  // max(., eps), keeping a NaN
       }
-    }
-    if constexpr (!kMap) {
 #pragma unroll
       for (int r = 0; r < CM; ++r) z += s.K[r][lane];  // line 24: rows past the chunk are zero
-    }
-    __syncwarp();
+      __syncwarp();
 #pragma unroll
-    for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
+      for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
+    }
     __syncwarp();
     // E before the sweep: v_t - S k_hat_t for this lane's row.
     float e[CM], qs[kMap ? 1 : CM];
@@ -636,7 +644,7 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.eta = p.refresh_eta;
   pl.eps = p.eps;
   const long long slots = static_cast<long long>(pl.seqs) * pl.groups;
-  const long long floats = slots * (4 * D * D + D + D * D + D + 3 * D * D) + static_cast<long long>(pl.seqs) * x.T * D;
+  const long long floats = slots * (4 * D * D + D + D * D + D + 3 * D * D) + 2LL * pl.seqs * x.T * D;
   float* ws = nullptr;
   cudaError_t e = cudaMallocAsync(&ws, floats * sizeof(float), stream);
   if (e != cudaSuccess) return e;
@@ -650,6 +658,7 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.bm = take(slots * D * D);
   pl.s0 = take(slots * D * D);
   pl.ahat = take(static_cast<long long>(pl.seqs) * x.T * D);
+  pl.khat = take(static_cast<long long>(pl.seqs) * x.T * D);
   // The register arrays hold CM >= C rows: the smallest compiled size that holds the chunk.
   e = pl.C <= 16 ? run_pipeline<16>(x, pl, stream) : pl.C <= 20 ? run_pipeline<20>(x, pl, stream) : run_pipeline<32>(x, pl, stream);
   const cudaError_t f = cudaFreeAsync(ws, stream);

@@ -4,8 +4,9 @@
 // and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
-//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick]
-// (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck)
+//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab]
+// (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck;
+// ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
@@ -170,6 +171,19 @@ int main(int argc, char** argv) {
     const RandomTensors in(8, 4, 4096, 7);
     CUDA_OK(launch(20, in.x, RecurrentParams{}));
     CUDA_OK(cudaDeviceSynchronize());
+    return 0;
+  }
+  if (mode == "ab") {  // the launch's own group at the benchmark's shapes only: one line, for A/B rounds
+    std::printf("ab ms (T/refresh/C):");
+    for (int T : {4096, 16384, 65536}) {
+      const RandomTensors in(8, 4, T, 1);
+      for (const auto [period, chunk] : {std::pair{20, 20}, std::pair{0, 16}}) {
+        RecurrentParams p;
+        p.refresh_period = period;
+        std::printf("  %d/%d/%d %.3f", T, period, chunk, time_ms(chunk, in.x, p, reps));
+      }
+    }
+    std::printf("\n");
     return 0;
   }
   if (mode == "quick") {
