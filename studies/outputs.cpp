@@ -222,7 +222,7 @@ void write_study(const Study& s, const StudyOptions& o, const Section& sec, cons
     if (std::find(seeds.begin(), seeds.end(), out.cfg.seed) == seeds.end()) seeds.push_back(out.cfg.seed);
   const nlohmann::json study_json{{"study", s.id}, {"title", s.title}, {"source", s.source}, {"quick", quick},
                                   {"command", rec.command}, {"provenance", prov}, {"seeds", seeds}, {"paper", paper},
-                                  {"runs", runs}, {"blocked", blocked}, {"sweep_wall_s", rec.sweep_wall_s},
+                                  {"runs", runs}, {"blocked", blocked}, {"sweep_wall_s", rec.sweep_wall_s}, {"from_store", rec.from_store},
                                   {"summary_s", rec.summary_s}, {"facts", sec.facts}};
   io::write_text_atomically(dir / "data" / "study.json", study_json.dump(2) + "\n");
   if (!rec.outcomes.empty()) rt.write_csv(dir / "data" / "runs.csv");
@@ -263,11 +263,14 @@ void write_study(const Study& s, const StudyOptions& o, const Section& sec, cons
   }
   m += "### Settings\n\n" + sec.settings + (sec.settings.empty() || sec.settings.back() == '\n' ? "" : "\n");
   if (!rec.outcomes.empty())
-    m += fmt::format("- Training: {} runs ({} complete, {} diverged{}), {:.0f} run-seconds in all, trained on {} (run store `{}`); "
-                     "the sweep that trained them (with every study planned beside this one) took {:.0f} s wall.\n",
+    m += fmt::format("- Training: {} runs ({} complete, {} diverged{}), {:.0f} run-seconds in all, trained on {} (run store `{}`); {}\n",
                      rec.outcomes.size(), complete, diverged,
                      skipped ? fmt::format(", {} not run: no {} kernel and the CPU fallback off", skipped, rec.device) : "", run_seconds,
-                     rec.device, fs::relative(o.store_root(), o.out).string(), rec.sweep_wall_s);
+                     rec.device, fs::relative(o.store_root(), o.out).string(),
+                     rec.from_store ? std::string("every run came finished from the store (trained by earlier sweeps: each run's "
+                                                  "summary.json holds its device, git revision and time).")
+                                    : fmt::format("the sweep that trained them (with every study planned beside this one) took {:.0f} s wall.",
+                                                  rec.sweep_wall_s));
   for (const auto& b : rec.plan.blocked) m += fmt::format("- Not run: {} — {}\n", b.what, b.reason);
   m += fmt::format("- Produced by `{}` at git {} on {} ({}), {}; summary {:.1f} s. Data: `data/` (study.json has every run's exact "
                    "config), plots: `plots/`.\n\n",

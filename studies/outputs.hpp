@@ -37,6 +37,7 @@ struct StudyRecord {
   std::vector<RunOutcome> outcomes;  // of plan.runs, in order
   std::string device;                // the device runs were sent to (cpu | cuda)
   double sweep_wall_s = 0;           // wall time of the sweep that trained them (shared by the studies planned with it)
+  bool from_store = false;           // that sweep trained nothing: every run came finished from the store
   double summary_s = 0;              // the summary's own time (analyses, timings)
   std::string command;               // how it was produced
 };

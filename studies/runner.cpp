@@ -90,6 +90,7 @@ RunnerResult run_studies(const std::vector<std::string>& ids, const StudyOptions
       for (const auto& c : rec.plan.runs) rec.outcomes.push_back(sw.outcomes.at(RunStore::key(c)));
       rec.device = so.device.name;
       rec.sweep_wall_s = sw.wall_s;
+      rec.from_store = sw.trained == 0 && sw.resumed == 0;
       rec.command = command;
       StudyContext ctx(s, o, o.out / s.id, &sw.outcomes, o.store_root());
       std::filesystem::create_directories(ctx.data_dir());

@@ -83,11 +83,17 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
         CHECK(fs::exists(fs::path(e.path()).replace_extension(".gp")));
       }
   }
-  // Nothing is trained twice: the same command again finds every run in the store.
+  // Nothing is trained twice: the same command again finds every run in the store, and the sections say so
+  // instead of timing a sweep that trained nothing (which a reader would take for the study's cost).
+  const std::string trained_md = text(s.path / "fig5-mqar-capacity" / "section.md");
+  CHECK(trained_md.find("the sweep that trained them") != std::string::npos);
   const auto [rc2, out2] = run(vla + " study run all --quick --threads 2 --out " + s.path.string(), s.path.string() + ".log");
   INFO(out2);
   REQUIRE(rc2 == 0);
   CHECK(out2.find(": 0 runs trained, 0 resumed") != std::string::npos);
+  const std::string stored_md = text(s.path / "fig5-mqar-capacity" / "section.md");
+  CHECK(stored_md.find("every run came finished from the store") != std::string::npos);
+  CHECK(stored_md.find("the sweep that trained them") == std::string::npos);
   // A recipe sweep kept as a run record (OUT/logs/<dir>/verdict.json, full size) is listed under the recipe
   // question beside the section's own; a quick one is not (a smoke run is no result). Missing, a reader of
   // the report would not see the n of sweeps whose stores are gone.
