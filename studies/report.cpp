@@ -64,7 +64,10 @@ std::string vla_at_paper_recipe(const nlohmann::json& facts) {
   const std::string paper = recipe::recipe_label(pr.value("lr", 3e-4), pr.value("steps", 2000));
   std::string per_n;
   if (esc.contains("vla") && esc["vla"].contains(paper))
-    for (const auto& [n, e] : esc["vla"][paper].items()) per_n += fmt::format(" n = {}: {:.0f}% of seeds;", n, 100 * e.get<double>());
+    for (const auto& n : facts.value("ns", nlohmann::json::array())) {  // in the sweep's order (the keys sort as text)
+      const auto key = std::to_string(n.get<int>());
+      if (esc["vla"][paper].contains(key)) per_n += fmt::format(" n = {}: {:.0f}% of seeds;", key, 100 * esc["vla"][paper][key].get<double>());
+    }
   return per_n;
 }
 
