@@ -11,9 +11,13 @@ set yrange [0:1.05]
 set arrow from 1, graph 0 to 1, graph 1 nohead dt 2
 plot "capacity_trained.csv" skip 1 using 1:2 with linespoints lw 2 title "Softmax d_h = 16", \
      "capacity_trained.csv" skip 1 using 1:3 with linespoints lw 2 title "Softmax d_h = 32", \
-     "capacity_trained.csv" skip 1 using 1:4 with linespoints lw 2 title "Linear d_h = 16", \
-     "capacity_trained.csv" skip 1 using 1:6 with linespoints lw 2 title "Linear d_h = 32", \
-     "capacity_trained.csv" skip 1 using 1:8 with linespoints lw 2 title "DeltaNet d_h = 16", \
-     "capacity_trained.csv" skip 1 using 1:10 with linespoints lw 2 title "DeltaNet d_h = 32", \
-     "capacity_trained.csv" skip 1 using 1:12 with linespoints lw 2 title "VLA d_h = 16", \
-     "capacity_trained.csv" skip 1 using 1:14 with linespoints lw 2 title "VLA d_h = 32"
+     "capacity_trained.csv" skip 1 using 1:4 with linespoints lw 2 title "Softmax d_h = 64", \
+     "capacity_trained.csv" skip 1 using 1:5 with linespoints lw 2 title "Linear d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:7 with linespoints lw 2 title "Linear d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:9 with linespoints lw 2 title "Linear d_h = 64", \
+     "capacity_trained.csv" skip 1 using 1:11 with linespoints lw 2 title "DeltaNet d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:13 with linespoints lw 2 title "DeltaNet d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:15 with linespoints lw 2 title "DeltaNet d_h = 64", \
+     "capacity_trained.csv" skip 1 using 1:17 with linespoints lw 2 title "VLA d_h = 16", \
+     "capacity_trained.csv" skip 1 using 1:19 with linespoints lw 2 title "VLA d_h = 32", \
+     "capacity_trained.csv" skip 1 using 1:21 with linespoints lw 2 title "VLA d_h = 64"

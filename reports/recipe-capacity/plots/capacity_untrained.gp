@@ -10,9 +10,12 @@ set key outside right top noenhanced
 set logscale y
 set format y '10^{%L}'
 set arrow from 1, graph 0 to 1, graph 1 nohead dt 2
-plot "capacity_untrained.csv" skip 1 using 1:5 with linespoints lw 2 title "Linear d_h = 16", \
-     "capacity_untrained.csv" skip 1 using 1:7 with linespoints lw 2 title "Linear d_h = 32", \
-     "capacity_untrained.csv" skip 1 using 1:9 with linespoints lw 2 title "DeltaNet d_h = 16", \
-     "capacity_untrained.csv" skip 1 using 1:11 with linespoints lw 2 title "DeltaNet d_h = 32", \
-     "capacity_untrained.csv" skip 1 using 1:13 with linespoints lw 2 title "VLA d_h = 16", \
-     "capacity_untrained.csv" skip 1 using 1:15 with linespoints lw 2 title "VLA d_h = 32"
+plot "capacity_untrained.csv" skip 1 using 1:6 with linespoints lw 2 title "Linear d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:8 with linespoints lw 2 title "Linear d_h = 32", \
+     "capacity_untrained.csv" skip 1 using 1:10 with linespoints lw 2 title "Linear d_h = 64", \
+     "capacity_untrained.csv" skip 1 using 1:12 with linespoints lw 2 title "DeltaNet d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:14 with linespoints lw 2 title "DeltaNet d_h = 32", \
+     "capacity_untrained.csv" skip 1 using 1:16 with linespoints lw 2 title "DeltaNet d_h = 64", \
+     "capacity_untrained.csv" skip 1 using 1:18 with linespoints lw 2 title "VLA d_h = 16", \
+     "capacity_untrained.csv" skip 1 using 1:20 with linespoints lw 2 title "VLA d_h = 32", \
+     "capacity_untrained.csv" skip 1 using 1:22 with linespoints lw 2 title "VLA d_h = 64"
