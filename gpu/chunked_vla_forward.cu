@@ -32,7 +32,7 @@ constexpr int D = 32;               // head width: lane = coordinate
 constexpr int LD = D + 4;           // row stride of the warps' shared matrices: float4 rows, and lane-per-row
                                     // float4 reads (8 lanes x 4 banks) cover the 32 banks
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
-constexpr int kBatch = 8;           // group_maps: tokens whose loads are issued together
+constexpr int kBatch = 16;          // group_maps: tokens whose loads are issued together
 constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
 
 // 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that the
@@ -302,6 +302,7 @@ template <int CM> struct alignas(16) AlphaSmem {
   float U[CM][LD];    // u_t                     (line 10)
   float K[CM][LD];    // k_hat_t                 (line 9)
   float W[CM][LD];    // U A_c, then Y = L^-1 W  (V1, V2)
+  float col[2][32];   // the L D L^T's current column, by pivot parity (lanes past CM write zeros)
   float L[CM][CM + 1];
   float KYD[CM][CM + 1];  // tril(K Y^T) D^-1    (V3)
   float Dinv[CM];
@@ -368,19 +369,27 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
       load_row(ur, s.U[row]);
 #pragma unroll
       for (int j = 0; j < CM; ++j) gr[j] = lane < CM && j <= lane ? dot_row(ur, s.W[j]) + (j == lane ? 1.f : 0.f) : 0.f;
+      // Column j goes through shared memory once per pivot (one store, a few broadcast float4 reads) instead
+      // of one shuffle per entry below the pivot.
       float inv_own = 0.f;
 #pragma unroll
       for (int j = 0; j < CM; ++j) {
-        float djj = __shfl_sync(kFull, gr[j], j);
+        float* col = s.col[j & 1];  // two buffers: a lane still reading pivot j - 1's is never overwritten
+        col[lane] = gr[j];
+        __syncwarp();
+        float cv[CM];
+#pragma unroll
+        for (int k4 = (j / 4) * 4; k4 < CM; k4 += 4) {
+          const float4 c = ld4(col + k4);
+          cv[k4] = c.x; cv[k4 + 1] = c.y; cv[k4 + 2] = c.z; cv[k4 + 3] = c.w;
+        }
+        float djj = cv[j];
         djj = djj >= pl.eps ? djj : pl.eps;  // line 13's clamp (NaN -> eps; a NaN input still spreads through W)
         const float inv = __frcp_rn(djj);
-        const float gij = gr[j];
-        const float lij = lane > j ? gij * inv : 0.f;
+        const float lij = lane > j ? gr[j] * inv : 0.f;
 #pragma unroll
-        for (int k = j + 1; k < CM; ++k) {
-          const float gkj = __shfl_sync(kFull, gij, k);
-          if (k <= lane) gr[k] = fmaf(-lij, gkj, gr[k]);
-        }
+        for (int k = j + 1; k < CM; ++k)
+          if (k <= lane) gr[k] = fmaf(-lij, cv[k], gr[k]);
         gr[j] = lij;
         if (lane == j) inv_own = inv;
       }
