@@ -12,6 +12,7 @@
 #   LIMIT_S=N       stop resumably (SIGINT to the sweep) after N seconds of studies: for 10-minute calls
 #   CONCURRENT=16   runs at once on the GPU (an H100 gains nothing past ~12: its 16 host cores are the limit)
 #   CPU_THREADS=4   threads of each CPU run beside them (the runs the GPU has no kernel for: Table 4's ablations)
+#   CPU_CONCURRENT=1  such CPU runs at once (e.g. 3 x 4 threads for Table 4 alone on a 16-core host)
 #   GPU_ONLY=1      leave those runs out (reported as not run)
 #   PAIRS=8,16      recipe-sensitivity and recipe-capacity at these MQAR n only
 #   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
@@ -56,7 +57,7 @@ if [ "${BENCH:-1}" = 1 ] && [ ! -f "$WORK/reports/gpu-bench/latency-8-4-32.csv" 
   bench_attention 8 4 32 128,256,512,1024,2048,4096,16384,65536 3 "$WORK/reports/gpu-bench/latency-8-4-32.csv"
 fi
 
-OPTS=(--device cuda --out "$WORK/reports" --store "$WORK/runs" --cpu-threads "${CPU_THREADS:-4}")
+OPTS=(--device cuda --out "$WORK/reports" --store "$WORK/runs" --cpu-threads "${CPU_THREADS:-4}" --cpu-concurrent "${CPU_CONCURRENT:-1}")
 [ "${GPU_ONLY:-0}" = 1 ] && OPTS+=(--gpu-only)
 [ -n "${PAIRS:-}" ] && OPTS+=(--pairs "$PAIRS")
 step "studies: $(echo $STUDIES | wc -w) studies, ${CONCURRENT:-16} runs at once on the GPU"

@@ -252,7 +252,7 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
   std::vector<std::thread> threads;
   const int k = dev.device->run_many ? std::max(1, o.concurrent) : 1;
   for (int i = 0; i < k && i < int(dev.jobs.size()); ++i) threads.emplace_back(worker, std::ref(dev));
-  if (!fb.jobs.empty()) threads.emplace_back(worker, std::ref(fb));
+  for (int i = 0; i < std::max(1, o.fallback_concurrent) && i < int(fb.jobs.size()); ++i) threads.emplace_back(worker, std::ref(fb));
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 

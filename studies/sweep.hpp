@@ -31,6 +31,7 @@ struct SweepOptions {
   bool use_fallback = true;      // false: runs the device refuses are Skipped (reported as not run), not trained elsewhere
   int concurrent = 1;            // runs at once on `device` when it runs many at once (the GPU)
   int threads = 0;               // threads of each CPU run (0: all cores)
+  int fallback_concurrent = 1;   // runs at once on `fallback` (the CPU runs beside the GPU's), `threads` each
   const std::atomic<bool>* interrupt = nullptr;
   std::function<void(const std::string&)> progress;  // status lines (one at a time); empty: silent
   double status_every_s = 15;    // a status line with the ETA at most this often (and one per finished run)

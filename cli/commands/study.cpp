@@ -31,6 +31,7 @@ struct Args {
   std::string store;
   int threads = 0;
   int cpu_threads = 0;
+  int cpu_concurrent = 1;
   int concurrent = 16;
   bool gpu_only = false;
 };
@@ -65,6 +66,7 @@ void list() {
 // model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as gpu/train states
 // them (vla, linear, deltanet, softmax; d_h 16, 32, 64, softmax also 128).
 void plan(const Args& a) {
+  if (a.cpu_concurrent < 1) throw std::invalid_argument(fmt::format("--cpu-concurrent: must be >= 1, got {}", a.cpu_concurrent));
   vla::studies::StudyOptions o = a.opt;
   o.store = a.store;
   std::vector<vla::train::TrainConfig> all;
@@ -128,7 +130,9 @@ void plan(const Args& a) {
     if (gpus > 1) fmt::print("; ~{:.0f} s over the {} GPUs visible, with --concurrent {}", gpu_s / gpus, gpus, 16 * gpus);
     fmt::print("\n");
   }
-  fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads (one run at a time{})\n", cpu_runs, cpu_s, cpu_threads,
+  const int cpu_at_once = a.opt.device == "cuda" ? std::max(1, std::min(a.cpu_concurrent, cpu_runs)) : 1;
+  fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads per run ({}{})\n", cpu_runs, cpu_s / cpu_at_once, cpu_threads,
+             cpu_at_once > 1 ? fmt::format("{} runs at a time", cpu_at_once) : "one run at a time",
              a.opt.device == "cuda" ? ", beside the GPU's" : "");
   fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
 }
@@ -153,6 +157,7 @@ const vla::cli::RegisterCommand reg{
       pl->add_option("--store", a->store, "run store (default OUT/runs)");
       pl->add_option("--threads", a->threads, "CPU threads (cpu device)")->capture_default_str();
       pl->add_option("--cpu-threads", a->cpu_threads, "cuda: CPU threads of the runs the GPU has no kernel for (0: 8)")->capture_default_str();
+      pl->add_option("--cpu-concurrent", a->cpu_concurrent, "cuda: those CPU runs at once")->capture_default_str();
       pl->final_callback([a] {
         vla::parallel::require_one_process("vla study plan");
         plan(*a);
@@ -176,16 +181,21 @@ const vla::cli::RegisterCommand reg{
                                  "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep theirs)");
       r->add_option("--cpu-threads", a->cpu_threads,
                     "cuda: threads of the CPU runs that train beside the GPU's (0: half the cores)")->capture_default_str();
+      r->add_option("--cpu-concurrent", a->cpu_concurrent,
+                    "cuda: those CPU runs at once, --cpu-threads each (the host's cores are shared with the GPU runs' threads)")
+          ->capture_default_str();
       r->final_callback([a] {
         for (const auto& id : a->ids)
           if (id != "all") vla::studies::find_study(id, "ID");
         if (a->concurrent < 1) throw std::invalid_argument(fmt::format("--concurrent: must be >= 1, got {}", a->concurrent));
         if (a->threads < 0 || a->cpu_threads < 0) throw std::invalid_argument("--threads/--cpu-threads: must be >= 0");
+        if (a->cpu_concurrent < 1) throw std::invalid_argument(fmt::format("--cpu-concurrent: must be >= 1, got {}", a->cpu_concurrent));
         a->opt.store = a->store;
         vla::studies::SweepOptions so;
         so.device = vla::cli::training_device(a->opt.device);
         so.fallback = vla::train::cpu_device();
         so.concurrent = a->concurrent;
+        so.fallback_concurrent = a->cpu_concurrent;
         so.use_fallback = !a->gpu_only;
         // The cores of a host are shared by its ranks: the default threads (all cores for the CPU device,
         // half of them beside the GPU) are divided among them.

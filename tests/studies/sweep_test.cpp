@@ -121,3 +121,31 @@ TEST_CASE("sweep: a diverged run is recorded with its step and not trained again
   CHECK(again.trained + again.resumed == 0);
   CHECK(again.outcomes.at(RunStore::key(bad)).status == RunOutcome::Status::Diverged);
 }
+
+TEST_CASE("sweep: runs the device refuses train on the CPU beside it, several at once, as they do one at a time", "[studies]") {
+  // A device with no kernel for vla (as the GPU has none for Table 4's ablations): vla's runs go to the CPU
+  // fallback. Run three of them at once and one at a time: the same bits, or concurrent CPU runs share
+  // state they should not (a thread pool, a random stream).
+  auto opts = [](int at_once) {
+    SweepOptions o = options();
+    o.device.name = "no-vla";
+    o.device.check = [](const train::TrainConfig& c) {
+      if (c.model.mixer.mixer == "vla") throw std::invalid_argument("mixer: no kernel for vla");
+    };
+    o.fallback_concurrent = at_once;
+    return o;
+  };
+  const std::vector<train::TrainConfig> runs{tiny("vla", 1), tiny("vla", 2), tiny("vla", 3), tiny("linear", 1)};
+  Scratch one("fallback1"), three("fallback3");
+  const RunStore s1(one.path), s3(three.path);
+  const auto r1 = sweep(runs, s1, opts(1));
+  const auto r3 = sweep(runs, s3, opts(3));
+  CHECK(r1.trained == 4);
+  CHECK(r3.trained == 4);
+  for (const auto& c : runs) {
+    INFO(c.model.mixer.mixer << " seed " << c.seed);
+    const std::string where = c.model.mixer.mixer == "vla" ? "cpu" : "no-vla";
+    REQUIRE(fs::exists(s3.dir(c, where) / "summary.json"));
+    CHECK(bytes(s3.dir(c, where) / "log.csv") == bytes(s1.dir(c, where) / "log.csv"));
+  }
+}
