@@ -5,6 +5,7 @@
 #include "core/layers/mixer_weights.hpp"
 #include "tests/build_paths.hpp"
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -58,6 +59,18 @@ inline RunResult run_command(const std::string& cmd) {
   ss << in.rdbuf();
   fs::remove(log);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+// `vla ARGS --out <scratch>/out` refused while parsing: exit 2, the output naming `must_mention`, and no
+// output folder made (nothing ran). Catch2 checks: call it inside a TEST_CASE.
+inline void check_refused(const std::string& args, const std::string& must_mention) {
+  ScratchDir dir{"refused"};
+  const auto r = run_command(fmt::format("{} {} --out {}", kVla, args, dir / "out"));
+  INFO(args);
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find(must_mention) != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out"));
 }
 
 // The bytes of a file ("" if it cannot be read).

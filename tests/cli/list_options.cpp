@@ -8,31 +8,17 @@
 using namespace vla;
 using namespace vla::test;
 
-namespace {
-
-void refused(const std::string& args, const std::string& must_mention) {
-  ScratchDir dir{"lists"};
-  const auto r = run_command(fmt::format("{} {} --out {}", kVla, args, dir / "out"));
-  INFO(args);
-  INFO(r.output);
-  CHECK(r.exit_code == 2);
-  CHECK(r.output.find(must_mention) != std::string::npos);
-  CHECK_FALSE(fs::exists(dir.path / "out"));  // refused before any work
-}
-
-}  // namespace
-
 TEST_CASE("list options: empty lists, empty elements, wrong types, unknown names and repeats are refused", "[cli]") {
-  refused("stability --seeds ''", "--seeds: an empty list");
-  refused("stability --seeds 1,,2", "--seeds: element 2 of '1,,2' is empty");
-  refused("stability --seeds 1,", "--seeds: element 2 of '1,' is empty");
-  refused("stability --seeds -1", "--seeds: '-1' (in '-1') is not an integer >= 0");
-  refused("stability --seeds 3,x", "is not an integer >= 0");
-  refused("stability --seeds 4,4", "--seeds: '4' is given twice");
-  refused("stability --mixers vla,mamba", "--mixers: unknown value 'mamba'");
-  refused("train --task mqar --mixers vla,vla --steps 1", "--mixers: 'vla' is given twice");
-  refused("train --task mqar --seeds '' --steps 1", "--seeds: an empty list");
-  refused("study run fig5-mqar-capacity --quick --pairs 8,,16", "--pairs: element 2");
+  check_refused("stability --seeds ''", "--seeds: an empty list");
+  check_refused("stability --seeds 1,,2", "--seeds: element 2 of '1,,2' is empty");
+  check_refused("stability --seeds 1,", "--seeds: element 2 of '1,' is empty");
+  check_refused("stability --seeds -1", "--seeds: '-1' (in '-1') is not an integer >= 0");
+  check_refused("stability --seeds 3,x", "is not an integer >= 0");
+  check_refused("stability --seeds 4,4", "--seeds: '4' is given twice");
+  check_refused("stability --mixers vla,mamba", "--mixers: unknown value 'mamba'");
+  check_refused("train --task mqar --mixers vla,vla --steps 1", "--mixers: 'vla' is given twice");
+  check_refused("train --task mqar --seeds '' --steps 1", "--seeds: an empty list");
+  check_refused("study run fig5-mqar-capacity --quick --pairs 8,,16", "--pairs: element 2");
 }
 
 TEST_CASE("list options: spaces around elements are ignored and a repeated flag appends", "[cli]") {

@@ -15,13 +15,5 @@ TEST_CASE("study run and plan refuse run counts below one and unknown study ids,
       {"study run fig5-mqar-capacity --quick --cpu-threads -1", "--threads/--cpu-threads: must be >= 0"},
       {"study run fig55 --quick", "fig55"},
   };
-  for (const auto& [args, must_mention] : cases) {
-    ScratchDir dir{"study_options"};
-    const auto r = run_command(fmt::format("{} {} --out {}", kVla, args, dir / "out"));
-    INFO(args);
-    INFO(r.output);
-    CHECK(r.exit_code == 2);
-    CHECK(r.output.find(must_mention) != std::string::npos);
-    CHECK_FALSE(fs::exists(dir.path / "out"));
-  }
+  for (const auto& [args, must_mention] : cases) check_refused(args, must_mention);
 }
