@@ -101,7 +101,7 @@ struct Plan {
   int groups;        // per sequence
   int seqs;          // B H
   float lambda0, eta, eps;
-  // Workspace, floats: per (sequence, group) slots, then alpha_hat for every token.
+  // Workspace, floats: per (sequence, group) slots, then alpha_hat and k_hat for every token.
   float* pi;      // (seqs, groups, 2D, 2D)  Pi_g
   float* zsum;    // (seqs, groups, D)       the group's sum of phi(k_t)
   float* a0;      // (seqs, groups, D, D)    A before the group

@@ -31,7 +31,7 @@ for label in "${labels[@]}"; do
   grep -cE " ok$" "$OUT/check-$label.log" | sed 's/^/checks ok: /'; grep -E "FAIL|error" "$OUT/check-$label.log"
 done
 for r in $(seq "$ROUNDS"); do
-  for label in "${labels[@]}"; do echo "round $r $label $("/tmp/cvla_$label" "$REPS" ab)"; done
+  for label in "${labels[@]}"; do echo "round $r $label $("/tmp/cvla_$label" "$REPS" ab | tail -1)"; done
 done | tee "$OUT/ab.log"
 echo "== done [$SECONDS s] status $status"
 exit $status
