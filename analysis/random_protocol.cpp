@@ -31,6 +31,18 @@ Mat<double> protocol_inputs(int T, int d_head, std::uint64_t seed) {
   return X;
 }
 
+Mat<double> penalty_directions(int T, int d, std::uint64_t seed, bool skew) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> n;
+  Mat<double> U(T, d);
+  for (int t = 0; t < T; ++t) {
+    Vec<double> x(d);
+    for (int i = 0; i < d; ++i) x(i) = n(gen) * (skew && i < 2 ? 10.0 : 1.0);
+    U.row(t) = (x / x.norm() / std::sqrt(double(d))).transpose();  // line 10
+  }
+  return U;
+}
+
 ProtocolTrajectories protocol_trajectories(const RandomProtocol& p, std::string_view precision) {
   p.validate();
   with_precision(precision, [](auto) {});  // an unknown name fails before any run

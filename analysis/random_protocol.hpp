@@ -54,6 +54,12 @@ template <class T> MixerWeights<T> protocol_weights(int d_head, std::uint64_t se
 // The inputs of seed `seed`: (T, d_head), row t-1 is x_t, drawn from seed + 1 in row order.
 Mat<double> protocol_inputs(int T, int d_head, std::uint64_t seed);
 
+// Penalty directions u_t as Algorithm 1's line 10 makes them, without a layer: (T, d), row t a raw N(0, I)
+// vector from `seed` (row order) scaled to unit length / sqrt(d). `skew` stretches the first two raw
+// coordinates tenfold, the anisotropic directions a trained W_u produces. For the penalty chain's
+// rounding measurements (tests/core/penalty_chain.cpp, notebooks-cpp/penalty_chain_groups.cpp).
+Mat<double> penalty_directions(int T, int d, std::uint64_t seed, bool skew = false);
+
 // trajectories[m][s][t]: the statistics after step t + 1 of mixer p.mixers[m] with seed p.seeds[s]:
 // the single-head layer (core/layers/layer_forward.hpp) in `precision` (a name of with_precision) on
 // protocol_weights and protocol_inputs. Validates p (and the precision) first.

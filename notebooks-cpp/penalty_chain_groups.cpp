@@ -10,6 +10,7 @@
 //md This notebook measures, against A from Algorithm 1's tracker in mp50, how long a group can get before
 //md float loses A, and compares it with the token recurrence (one Sherman-Morrison update per token) in
 //md float on the same inputs.
+#include "analysis/random_protocol.hpp"
 #include "core/inverse_penalty_tracker.hpp"
 #include "core/rules/vla/penalty_chain.hpp"
 #include "core/scalar.hpp"
@@ -19,24 +20,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 using namespace vla;
-
-// T penalty directions as rows, as Algorithm 1's line 10 makes them (unit / sqrt(d)); `skew` stretches the
-// first two coordinates of the raw directions tenfold, the anisotropic directions a trained W_u produces.
-Mat<double> directions(int T, int d, unsigned seed, bool skew) {
-  std::mt19937_64 g(seed);
-  std::normal_distribution<double> n;
-  Mat<double> U(T, d);
-  for (int t = 0; t < T; ++t) {
-    Vec<double> x(d);
-    for (int i = 0; i < d; ++i) x(i) = n(g) * (skew && i < 2 ? 10.0 : 1.0);
-    U.row(t) = (x / x.norm() / std::sqrt(double(d))).transpose();
-  }
-  return U;
-}
 
 // Worst relative Frobenius distance of got[g] from ref[g * stride] over the group starts.
 template <class T> double worst_error(const std::vector<Mat<T>>& got, const std::vector<Mat<mp50>>& ref, std::size_t stride) {
@@ -68,7 +54,7 @@ int main() {
   std::vector<int> fails;   // groups that rounded worse than the recurrence on some input
   for (int T : Ts)
     for (bool skew : {false, true}) {
-      const Mat<double> U = directions(T, d, 3, skew);
+      const Mat<double> U = analysis::penalty_directions(T, d, 3, skew);
       const int base_tokens = base * opt.refresh_period;
       const auto ref = tracker_penalties<mp50>(cast_matrix<mp50>(U), opt, base_tokens);
       const auto rec_all = tracker_penalties<float>(cast_matrix<float>(U), opt, base_tokens);
@@ -114,8 +100,9 @@ int main() {
   NB_SHOW();
   //md Where the products stay moderate the chain is the more accurate of the two, because it rounds far
   //md fewer times; where max |Pi| has grown by many orders of magnitude, float's rounding relative to the
-  //md largest entries has lost the directions A depends on, and one solve per group renormalises too late. A two-level chain (several groups' products
-  //md multiplied before a solve) is therefore bounded by the same table: a super-group may hold as many
-  //md segments as the longest safe group above, on inputs like these; trained directions that are more
-  //md anisotropic than the skewed ones here would lower that bound, and should be measured the same way.
+  //md largest entries has lost the directions A depends on, and one solve per group renormalises too late.
+  //md A two-level chain (several groups' products multiplied before a solve) is therefore bounded by the
+  //md same table: a super-group may hold as many segments as the longest safe group above, on inputs like
+  //md these; trained directions more anisotropic than the skewed ones here could lower that bound, and
+  //md should be measured the same way.
 }

@@ -1,31 +1,19 @@
 // The penalty chain (core/rules/vla/penalty_chain.hpp): A at group starts from one 2d x 2d product per group
 // and one solve, against InversePenaltyTracker's token-by-token Sherman-Morrison (Alg. 1 lines 12-17).
+#include "analysis/random_protocol.hpp"
 #include "core/inverse_penalty_tracker.hpp"
 #include "core/rules/vla/penalty_chain.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 using namespace vla;
 
 namespace {
 
-// T penalty directions as rows, as Alg. 1 line 10 makes them (unit / sqrt(d)); `skew` stretches the first
-// two coordinates of the raw directions tenfold, the anisotropic keys a trained W_u produces.
-Mat<double> directions(int T, int d, unsigned seed, bool skew = false) {
-  std::mt19937_64 g(seed);
-  std::normal_distribution<double> n;
-  Mat<double> U(T, d);
-  for (int t = 0; t < T; ++t) {
-    Vec<double> x(d);
-    for (int i = 0; i < d; ++i) x(i) = n(g) * (skew && i < 2 ? 10.0 : 1.0);
-    U.row(t) = (x / x.norm() / std::sqrt(double(d))).transpose();
-  }
-  return U;
-}
+using analysis::penalty_directions;
 
 // The tracker's A before every token that starts a group, in precision T.
 template <class T> std::vector<Mat<T>> tracker_starts(const Mat<double>& U, const PenaltyOptions& opt, int group_tokens) {
@@ -56,7 +44,7 @@ TEST_CASE("penalty chain equals Alg. 1's A at every group start in mp50, refresh
       for (int T : {1, 45, 150}) {
         PenaltyOptions opt;
         opt.refresh_period = period;
-        const Mat<double> U = directions(T, d, 7 + T + period);
+        const Mat<double> U = penalty_directions(T, d, 7 + T + period);
         const int group_tokens = PenaltyChainShape{T, period, group}.group_tokens();
         INFO("period " << period << ", group " << group << ", T " << T);
         // mp50 carries ~166 bits; a few thousand roundings of the products and solves stay far below 1e-40.
@@ -73,7 +61,7 @@ TEST_CASE("penalty chain in float rounds no worse than the token recurrence at g
   const int d = 32, T = 4000, group = 16;
   PenaltyOptions opt;
   for (bool skew : {false, true}) {
-    const Mat<double> U = directions(T, d, 3, skew);
+    const Mat<double> U = penalty_directions(T, d, 3, skew);
     const auto ref = tracker_starts<mp50>(U, opt, PenaltyChainShape{T, opt.refresh_period, group}.group_tokens());
     const double e_chain = worst_error(chain<float>(U, opt, group), ref);
     const double e_rec = worst_error(tracker_starts<float>(U, opt, PenaltyChainShape{T, opt.refresh_period, group}.group_tokens()), ref);
@@ -84,7 +72,7 @@ TEST_CASE("penalty chain in float rounds no worse than the token recurrence at g
 }
 
 TEST_CASE("penalty chain refuses a malformed shape, naming the parameter", "[chunked][vla][penalty-chain]") {
-  const Mat<double> U = directions(10, 4, 1);
+  const Mat<double> U = penalty_directions(10, 4, 1);
   CHECK_THROWS_WITH(penalty_chain<double>(U, PenaltyChainShape{10, 20, 0}, 0.1, 1e-3), Catch::Contains("group"));
   CHECK_THROWS_WITH(penalty_chain<double>(U, PenaltyChainShape{10, -1, 4}, 0.1, 1e-3), Catch::Contains("refresh_period"));
   CHECK_THROWS_WITH(penalty_chain<double>(U, PenaltyChainShape{11, 20, 4}, 0.1, 1e-3), Catch::Contains("U: expected T = 11"));
