@@ -106,6 +106,15 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   };
   record("recipe-full", false);
   record("recipe-quick", true);
+  {  // a sweep at n = 8 and 16: listed in the sweep's order of n (its escape keys sort as text, "16" < "8")
+    auto v = vla::studies::read_json(s.path / "recipe-sensitivity" / "verdict.json");
+    v["quick"] = false;
+    v["facts"]["ns"] = nlohmann::json::array({8, 16});
+    v["facts"]["paper_recipe"] = {{"lr", 3e-4}, {"steps", 2000}};
+    v["facts"]["escape"]["vla"]["3e-4/2k"] = {{"8", 0.0}, {"16", 0.2}};
+    fs::create_directories(s.path / "logs" / "recipe-order");
+    std::ofstream(s.path / "logs" / "recipe-order" / "verdict.json") << v.dump();
+  }
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -118,6 +127,7 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   CHECK(report.find("partial (quick)") != std::string::npos);
   CHECK(report.find("kept as a run record ([logs/recipe-full/section.md](logs/recipe-full/section.md)), n in [99]") != std::string::npos);
   CHECK(report.find("logs/recipe-quick") == std::string::npos);
+  CHECK(report.find("n = 8: 0% of seeds; n = 16: 20% of seeds;") != std::string::npos);
   const auto claims = vla::studies::read_json(s.path / "claims.json");
   for (const auto& c : claims.at("claims"))
     if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
