@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -146,6 +147,54 @@ std::string data_parallel_section(const fs::path& out_dir) {
   return m + "\n";
 }
 
+// The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
+// is there (`vla bench attention` with gpu/bench_torch.py beside it in one call; their output in the .log):
+// fused and chunked from the CSV, SDPA bf16 from bench_torch.py's table in the log, the device from its
+// first line, the revision from a "snapshot: " line put there when the log is committed.
+std::string chunked_vla_section(const fs::path& out_dir) {
+  const fs::path csv = out_dir / "gpu-bench" / "chunked-vla-8-4-32.csv", log = out_dir / "gpu-bench" / "chunked-vla-8-4-32.log";
+  if (!fs::exists(csv)) return {};
+  std::string device, snapshot;
+  std::map<long, double> sdpa_bf16;  // T -> ms
+  std::istringstream lg(fs::exists(log) ? slurp(log) : "");
+  int col = -1;  // the SDPA bf16 column of bench_torch.py's forward table, once its header is seen
+  for (std::string l; std::getline(lg, l);) {
+    if (l.rfind("device 0: ", 0) == 0 && device.empty()) device = l.substr(10);
+    if (l.rfind("snapshot: ", 0) == 0) snapshot = l.substr(10);  // the git revision built on the device
+    std::vector<std::string> cells;  // of a Markdown row "| a | b |": "", "a", "b"
+    std::istringstream row(l);
+    for (std::string c; std::getline(row, c, '|');) {
+      const auto a = c.find_first_not_of(' ');
+      cells.push_back(a == std::string::npos ? std::string() : c.substr(a, c.find_last_not_of(' ') - a + 1));
+    }
+    if (l.rfind("| T | vla ms |", 0) == 0) {
+      col = -1;
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        if (cells[i] == "sdpa bf16 ms") col = int(i);
+    } else if (col >= 0 && cells.size() > std::size_t(col) && !cells[1].empty() && std::isdigit(static_cast<unsigned char>(cells[1][0]))) {
+      sdpa_bf16[std::stol(cells[1])] = std::stod(cells[col]);
+    } else if (l.rfind("|", 0) != 0) {
+      col = -1;  // the table ended
+    }
+  }
+  std::string m = "## Chunked VLA forward (docs/chunkwise-vla.md)\n\n";
+  m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps 5` and `gpu/bench_torch.py` in one "
+                   "call (gpu/device-env.sh bench_attention) on {}, git {}: B = 8, H = 4, d_h = 32, fp32 VLA, forward, ms (median). The "
+                   "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
+                   "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md).\n\n",
+                   device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
+  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 |\n|---|---|---|---|---|---|\n";
+  const CsvData t = read_csv(csv);
+  const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
+  for (std::size_t i = 0; i < T.size(); ++i) {
+    const auto sd = sdpa_bf16.find(long(T[i]));
+    m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} |\n", T[i], fused[i], chunked[i], fused[i] / chunked[i],
+                     sd == sdpa_bf16.end() ? "" : fmt::format("{:.3g}", sd->second),
+                     sd == sdpa_bf16.end() ? "" : fmt::format("{:.2f}", chunked[i] / sd->second));
+  }
+  return m + "\n";
+}
+
 }  // namespace
 
 std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector<analysis::ClaimResult>& claims) {
@@ -221,6 +270,7 @@ std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector
   m += "\n";
 
   m += data_parallel_section(cfg.out_dir);
+  m += chunked_vla_section(cfg.out_dir);
 
   // ---- the ledger ----
   std::string ledger = analysis::claims_markdown(cfg, claims);

@@ -115,6 +115,14 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
     fs::create_directories(s.path / "logs" / "recipe-order");
     std::ofstream(s.path / "logs" / "recipe-order" / "verdict.json") << v.dump();
   }
+  // A chunked-forward benchmark (`vla bench attention` CSV, bench_torch.py's table in the log): the report
+  // shows fused, chunked and SDPA bf16 per T with their ratios. Missing, the report would not carry the
+  // chunked form's benchmark.
+  fs::create_directories(s.path / "gpu-bench");
+  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv") << "B,H,d,T,vla_ms,vla_chunked_ms\n8,4,32,4096,4.0,2.0\n";
+  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
+      << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms | linear ms | deltanet ms | sdpa bf16 ms |\n| --- | --- | --- | --- | --- |\n"
+         "| 4096 | 4.0 | 1 | 1 | 0.5 |\ndone\n";
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -128,6 +136,8 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   CHECK(report.find("kept as a run record ([logs/recipe-full/section.md](logs/recipe-full/section.md)), n in [99]") != std::string::npos);
   CHECK(report.find("logs/recipe-quick") == std::string::npos);
   CHECK(report.find("n = 8: 0% of seeds; n = 16: 20% of seeds;") != std::string::npos);
+  CHECK(report.find("on Test GPU, git abc1234") != std::string::npos);
+  CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 |") != std::string::npos);
   const auto claims = vla::studies::read_json(s.path / "claims.json");
   for (const auto& c : claims.at("claims"))
     if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
