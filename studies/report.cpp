@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -172,7 +173,9 @@ std::string chunked_vla_section(const fs::path& out_dir) {
       for (std::size_t i = 0; i < cells.size(); ++i)
         if (cells[i] == "sdpa bf16 ms") col = int(i);
     } else if (col >= 0 && cells.size() > std::size_t(col) && !cells[1].empty() && std::isdigit(static_cast<unsigned char>(cells[1][0]))) {
-      sdpa_bf16[std::stol(cells[1])] = std::stod(cells[col]);
+      char* end = nullptr;
+      const double ms = std::strtod(cells[col].c_str(), &end);
+      if (end != cells[col].c_str() && *end == '\0') sdpa_bf16[std::stol(cells[1])] = ms;  // a "—" (not run) is skipped
     } else if (l.rfind("|", 0) != 0) {
       col = -1;  // the table ended
     }

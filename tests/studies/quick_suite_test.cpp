@@ -119,10 +119,10 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   // shows fused, chunked and SDPA bf16 per T with their ratios. Missing, the report would not carry the
   // chunked form's benchmark.
   fs::create_directories(s.path / "gpu-bench");
-  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv") << "B,H,d,T,vla_ms,vla_chunked_ms\n8,4,32,4096,4.0,2.0\n";
+  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv") << "B,H,d,T,vla_ms,vla_chunked_ms\n8,4,32,4096,4.0,2.0\n8,4,32,8192,8.0,4.0\n";
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
       << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms | linear ms | deltanet ms | sdpa bf16 ms |\n| --- | --- | --- | --- | --- |\n"
-         "| 4096 | 4.0 | 1 | 1 | 0.5 |\ndone\n";
+         "| 4096 | 4.0 | 1 | 1 | 0.5 |\n| 8192 | 8.0 | 2 | 2 | — |\ndone\n";  // a cell not run: skipped, not a crash
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -138,6 +138,7 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   CHECK(report.find("n = 8: 0% of seeds; n = 16: 20% of seeds;") != std::string::npos);
   CHECK(report.find("on Test GPU, git abc1234") != std::string::npos);
   CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 |") != std::string::npos);
+  CHECK(report.find("| 8192 | 8.00 | 4.000 | 2.00 |  |  |") != std::string::npos);
   const auto claims = vla::studies::read_json(s.path / "claims.json");
   for (const auto& c : claims.at("claims"))
     if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
