@@ -3,6 +3,7 @@
 // optimiser schedule; the paper's defaults, Tables 3, 6, and 2000 steps), the options that control a
 // run (checkpoints, a resumable stop), and the SIGINT stop.
 #include "cli/mixer_options.hpp"
+#include "core/rules/gpu_support.hpp"
 #include "core/train/trainer.hpp"
 
 #include <CLI/CLI.hpp>
@@ -20,7 +21,7 @@ namespace vla::cli {
 inline void add_training_options(CLI::App& app, train::TrainConfig& c) {
   c.steps = 2000;
   app.add_option("--task", c.task.task, "mqar | copy")->capture_default_str();
-  app.add_option("--mixer", c.model.mixer.mixer, fmt::format("{} (cuda: vla, linear, deltanet, softmax)", kMixerNames))
+  app.add_option("--mixer", c.model.mixer.mixer, fmt::format("{} (cuda: {})", kMixerNames, vla::gpu_mixer_names(vla::GpuUse::Training)))
       ->capture_default_str();
   app.add_option("--pairs", c.task.pairs, "MQAR: number of key-value pairs n (T = 3n + 1 unless --seq-len)")->capture_default_str();
   app.add_option("--seq-len", c.task.seq_len, "copy: sequence length T (even); MQAR: T >= 3n + 1 (default 3n + 1; "
@@ -33,7 +34,7 @@ inline void add_training_options(CLI::App& app, train::TrainConfig& c) {
   app.add_flag("--ood", c.ood, "MQAR: evaluate with keys from {64..126} (Table 13)");
   app.add_option("--d-model", c.model.d_model, "model width")->capture_default_str();
   app.add_option("--heads", c.model.heads, "heads")->capture_default_str();
-  app.add_option("--d-head", c.model.d_head, "head width (cuda: 16, 32, 64; softmax also 128)")->capture_default_str();
+  app.add_option("--d-head", c.model.d_head, fmt::format("head width (cuda: {}; softmax {})", fmt::join(vla::kGpuRecurrentHeads, ", "), fmt::join(vla::kGpuSoftmaxHeads, ", ")))->capture_default_str();
   app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
   app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
   app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();

@@ -393,7 +393,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   sums(r1);  // also the step's opening barrier: every earlier reader of sh_* is done
   s.nk = sqrtf(r1[0]);
   s.nu = sqrtf(r1[1]);
-  s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;                             // line 9
+  s.kh = !prm.normalise_key || s.nk == 0.f ? s.kf : s.kf / s.nk;      // line 9
   s.uu = s.nu == 0.f ? 0.f : in.u * (rsqrtf(float(D)) / s.nu);         // line 10
   sh_kh[j] = s.kh;
   sh_uu[j] = s.uu;
@@ -523,11 +523,13 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     float du = ddelta * s.z;
     dz += ddelta * s.uu;
     du += rank1_and_At_x(sh_dz, dz, s.uu);
-    // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk;  line 8.
+    // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk (or dkh
+    // where k_hat = phi(k));  line 8.
     float r9[2] = {in.u * du, s.kh * dkh};
     sums(r9);
     g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - in.u * (r9[0] / (s.nu * s.nu)));
-    if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
+    if (!prm.normalise_key) dkf += dkh;
+    else if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
     g.dk[o] = dkf * elu_plus_one_grad(in.k);
   };
   two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
@@ -651,6 +653,7 @@ cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const R
     case 16: return launch<K, 16>(x, g, p, ws, s);
     case 32: return launch<K, 32>(x, g, p, ws, s);
     case 64: return launch<K, 64>(x, g, p, ws, s);
+    case 96: return launch<K, 96>(x, g, p, ws, s);
     case 128: return launch<K, 128>(x, g, p, ws, s);
     default: return cudaErrorInvalidValue;
   }

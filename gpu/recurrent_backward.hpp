@@ -39,7 +39,7 @@ inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int 
   return std::size_t(backward_checkpoint_offset((long long)B * H, T, d, 0));
 }
 
-// Launches the fused backward on `stream`. d in {16, 32, 64, 128}; anything else returns
+// Launches the fused backward on `stream`. d in {16, 32, 64, 96, 128}; anything else returns
 // cudaErrorInvalidValue (a missing pointer too, or x.checkpoints neither null nor workspace) without launching. d = 128 needs the H100's opt-in
 // shared memory (VLA 199 KiB, linear / DeltaNet 132 KiB per block).
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,

@@ -3,7 +3,7 @@
 //
 // Parallel structure. The recurrence is sequential in t, so one thread block owns one (b, h) sequence
 // for all T steps. Thread (i, p) holds columns [p*COLS, (p+1)*COLS) of row i of S_t and of A_t in
-// registers (COLS = min(d, 32), P = d / COLS threads per row); it also owns element i of every
+// registers (COLS = d / P <= 32, P threads per row; Layout); it also owns element i of every
 // per-token vector. d = 32 is one warp, so every barrier is a __syncwarp and every reduction a
 // 5-level shuffle butterfly.
 //
@@ -21,16 +21,25 @@ namespace vla::gpu {
 namespace {
 
 template <int D> struct Layout {
-  static constexpr int COLS = D < 32 ? D : 32;  // columns of S (and A) per thread
-  static constexpr int P = D / COLS;            // threads per row
+  // Columns of S (and A) per thread: D / P for the fewest threads per row P (a power of two, so that a
+  // row's parts are adjacent lanes a xor butterfly sums) that keep a part at most 32 columns wide and a
+  // multiple of 4 (16-byte loads). d = 96: P = 4 parts of 24.
+  static constexpr int parts() {
+    for (int p = 1; p <= D; p *= 2)
+      if (D % p == 0 && D / p <= 32 && (D / p) % 4 == 0) return p;
+    return 0;
+  }
+  static constexpr int P = parts();
+  static constexpr int COLS = P > 0 ? D / P : 4;
+  static_assert(P > 0, "no thread layout for this head width");
   static constexpr int THREADS = D * P;
   static constexpr int NW = (THREADS + 31) / 32;
   static constexpr int LANES = THREADS < 32 ? THREADS : 32;
   static constexpr unsigned MASK = THREADS >= 32 ? 0xffffffffu : ((1u << THREADS) - 1u);
-  // Shared vectors are padded by 4 floats every 32 so that the P parts of a row, which read
+  // Shared vectors are padded by 4 floats after every part, so that the P parts of a row, which read
   // different 16-byte chunks at once, fall in different banks.
-  static constexpr int VEC = D + (D / 32) * 4;
-  __device__ static constexpr int pad(int c) { return c + (c >> 5) * 4; }
+  __host__ __device__ static constexpr int pad(int c) { return c + int(unsigned(c) / COLS) * 4; }  // c >= 0
+  static constexpr int VEC = pad(D);
 };
 
 // Block barrier: a warp barrier when the block is one warp.
@@ -176,7 +185,9 @@ __global__ void __launch_bounds__(Layout<D>::THREADS)
     // store below (not the 0 that S q / inf gives), as the CPU read does (normalised_read).
     const float den = r1[2] < eps ? eps : r1[2];
     const float nk = sqrtf(r1[0]);
-    const float inv_nk = nk == 0.f ? 1.f : 1.f / nk;  // unit(): a zero vector stays zero
+    // k_hat = phi(k) inv_nk (line 9; unit(): a zero vector stays zero); VLA without key normalisation:
+    // k_hat = phi(k).
+    const float inv_nk = nk == 0.f || (kVla && !prm.normalise_key) ? 1.f : 1.f / nk;
     if constexpr (K != RecurrentKind::Linear) zsum = isinf(nk) ? kNaN : zsum;
 
     float o_i, delta = 0.f;
@@ -285,6 +296,7 @@ cudaError_t launch_d(const RecurrentTensors& x, const RecurrentParams& p, cudaSt
     case 16: return launch<K, 16>(x, p, s);
     case 32: return launch<K, 32>(x, p, s);
     case 64: return launch<K, 64>(x, p, s);
+    case 96: return launch<K, 96>(x, p, s);
     case 128: return launch<K, 128>(x, p, s);
     default: return cudaErrorInvalidValue;
   }

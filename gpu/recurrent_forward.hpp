@@ -45,7 +45,7 @@ struct RecurrentTensors {
 };
 
 // Launches the fused forward on `stream`. Returns the launch's error (cudaGetLastError after the
-// launch) or cudaErrorInvalidValue for an unsupported d (allowed: 16, 32, 64, 128) or a missing input.
+// launch) or cudaErrorInvalidValue for an unsupported d (allowed: 16, 32, 64, 96, 128) or a missing input.
 cudaError_t recurrent_forward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentParams& p,
                               cudaStream_t stream = nullptr);
 

@@ -15,10 +15,12 @@
 #include "cli/command.hpp"
 #include "cli/list_option.hpp"
 #include "core/io/csv.hpp"
+#include "core/rules/gpu_kernel.hpp"
 #include "core/rules/non_finite.hpp"
 #include "core/rules/registry.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -159,15 +161,15 @@ void run(const BenchArgs& a) {
   if (a.device != "cuda") throw std::invalid_argument(fmt::format("--device: '{}' (allowed: cuda)", a.device));
   for (int t : a.T) if (t < 1) throw std::invalid_argument(fmt::format("--T: {} (allowed: integers >= 1)", t));
   if (a.batch < 1 || a.heads < 1) throw std::invalid_argument("--batch/--heads: must be >= 1");
-  if (a.d_head != 16 && a.d_head != 32 && a.d_head != 64 && a.d_head != 128)
-    throw std::invalid_argument(fmt::format("--d-head: {} (allowed: 16, 32, 64, 128)", a.d_head));
+  if (std::ranges::find(vla::kGpuRecurrentHeads, a.d_head) == std::end(vla::kGpuRecurrentHeads))
+    throw std::invalid_argument(fmt::format("--d-head: {} (allowed: {})", a.d_head, fmt::join(vla::kGpuRecurrentHeads, ", ")));
   if (a.reps < 1) throw std::invalid_argument(fmt::format("--reps: {} (allowed: >= 1)", a.reps));
 #ifdef VLA_HAVE_CUDA
   if (vla::gpu::device_count() == 0) throw std::runtime_error("no CUDA device visible");
   fmt::print("{}", vla::gpu::describe_devices());
   fmt::print("fused forward, fp32, B={} H={} d={}, median of {} CUDA-event timed runs after 2 warm-ups\n", a.batch, a.heads,
              a.d_head, a.reps);
-  // The fused backward exists at every d the forward has (16, 32, 64, 128; gpu/recurrent_backward.hpp).
+  // The fused backward exists at every d the forward has (kGpuRecurrentHeads; gpu/recurrent_backward.hpp).
   const bool with_bwd = true;
   // The chunked VLA forward exists at the widths of kChunkedVlaHeads; elsewhere its column is NaN.
   const bool with_chunked = std::ranges::find(vla::gpu::kChunkedVlaHeads, a.d_head) != std::end(vla::gpu::kChunkedVlaHeads);
@@ -284,7 +286,7 @@ const vla::cli::RegisterCommand reg{"bench", "benchmarks (subcommands: attention
   vla::cli::add_list_option(*att, "--T", args->T, "sequence lengths, comma separated");
   att->add_option("--batch", args->batch, "batch size B");
   att->add_option("--heads", args->heads, "heads H");
-  att->add_option("--d-head", args->d_head, "head size d (16, 32, 64, 128)");
+  att->add_option("--d-head", args->d_head, fmt::format("head size d ({})", fmt::join(vla::kGpuRecurrentHeads, ", ")));
   att->add_option("--reps", args->reps, "timed runs per point (median reported)");
   att->add_option("--csv", args->csv, "also write the table to this CSV file");
   att->final_callback([args] { run(*args); });

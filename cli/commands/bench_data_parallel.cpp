@@ -8,6 +8,7 @@
 #include "cli/median_time.hpp"
 #include "core/io/csv.hpp"
 #include "core/model/config.hpp"
+#include "core/rules/gpu_support.hpp"
 #include "core/train/tasks.hpp"
 #ifdef VLA_HAVE_NCCL
 #include "gpu/cuda_check.hpp"
@@ -124,7 +125,7 @@ void add_bench_data_parallel(CLI::App& bench) {
   auto a = std::make_shared<DataParallelBenchArgs>();
   auto* sc = bench.add_subcommand("data-parallel", "one training step on 1 GPU and data-parallel over N GPUs (NCCL): time, "
                                                    "speedup, all-reduce bandwidth");
-  sc->add_option("--mixer", a->model.mixer.mixer, "mixer (one with a GPU path: vla, linear, deltanet, softmax)")->capture_default_str();
+  sc->add_option("--mixer", a->model.mixer.mixer, fmt::format("mixer (one with a GPU path: {})", vla::gpu_mixer_names(vla::GpuUse::Training)))->capture_default_str();
   sc->add_option("--d-model", a->model.d_model, "model width")->capture_default_str();
   sc->add_option("--layers", a->model.layers, "blocks")->capture_default_str();
   sc->add_option("--heads", a->model.heads, "heads")->capture_default_str();

@@ -63,8 +63,8 @@ void list() {
 }
 
 // The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
-// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as gpu/train states
-// them (vla, linear, deltanet, softmax; d_h 16, 32, 64, softmax also 128).
+// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as the rules' GPU
+// traits state them (core/rules/gpu_support.hpp).
 void plan(const Args& a) {
   if (a.cpu_concurrent < 1) throw std::invalid_argument(fmt::format("--cpu-concurrent: must be >= 1, got {}", a.cpu_concurrent));
   vla::studies::StudyOptions o = a.opt;

@@ -14,6 +14,7 @@ struct RecurrentParams {
   float lambda0 = 0.1f;        // VLA: A_0 = I / lambda0
   int refresh_period = 20;     // VLA: A += refresh_eta I after step t when (t+1) % period == 0; 0 = off
   float refresh_eta = 1e-3f;
+  bool normalise_key = true;   // VLA: k_hat = phi(k) / ||phi(k)|| (Alg. 1 line 9); false: k_hat = phi(k)
 };
 
 }  // namespace gpu
@@ -25,8 +26,7 @@ enum class GpuPath {
 };
 
 // The head widths the kernels are compiled (and tested) for.
-inline constexpr int kGpuForwardHeads[] = {16, 32, 64, 128};  // recurrent_forward
-inline constexpr int kGpuTrainingHeads[] = {16, 32, 64};      // the recurrent training step
+inline constexpr int kGpuRecurrentHeads[] = {16, 32, 64, 96, 128};  // recurrent_forward and recurrent_backward
 inline constexpr int kGpuSoftmaxHeads[] = {16, 32, 64, 128};  // softmax attention (any works; these are tested)
 
 struct GpuKernel {
@@ -39,6 +39,9 @@ struct GpuKernel {
   int rank = 1;
   bool clamp = true;
   bool renormalise = false;
+  // A rule whose A is the constant a I (VLA with A fixed, run by DeltaNet's kernel, which tracks no A):
+  // a > 0, and the training log's ||A||_F is a sqrt(d_h), as the CPU run logs it. 0: not such a rule.
+  double constant_A = 0.0;
 };
 
 }  // namespace vla

@@ -51,8 +51,7 @@ inline std::optional<std::string> gpu_unsupported(const MixerConfig& cfg, int d_
     return fmt::format("--mixer: '{}' has no GPU {} (allowed with --device cuda: {})", cfg.mixer,
                        use == GpuUse::Training ? "training path" : "kernel", gpu_mixer_names(use));
   const std::span<const int> heads = k.path == GpuPath::Softmax ? std::span<const int>(kGpuSoftmaxHeads)
-                                     : use == GpuUse::Training  ? std::span<const int>(kGpuTrainingHeads)
-                                                                : std::span<const int>(kGpuForwardHeads);
+                                                                : std::span<const int>(kGpuRecurrentHeads);
   if (std::find(heads.begin(), heads.end(), d_head) == heads.end())
     return fmt::format("--d-head: {} has no GPU {} (allowed with --device cuda: {})", d_head,
                        k.path == GpuPath::Softmax ? "softmax path"

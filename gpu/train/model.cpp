@@ -505,6 +505,8 @@ void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
     r.S_fro[l] = S / B;
     r.A_fro[l] = A / B;
   }
+  // A rule with a constant A (its kernel tracks none): ||a I||_F = a sqrt(d_h) in every head.
+  if (const double a = gpu_kernel_of(cfg.mixer).constant_A; a > 0) r.A_fro.assign(cfg.layers, a * std::sqrt(double(cfg.d_head)));
 }
 
 // The model (core/model/transformer.hpp's order): embedding, blocks, head; then the backward in reverse.

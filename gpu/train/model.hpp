@@ -4,8 +4,8 @@
 //   logits = LNf(X) E^T (tied head); cross-entropy at the positions with a target, mean over the batch's
 //   targets (as core/train/trainer.cpp's batch_gradient).
 // Dense projections: cuBLAS SGEMM (plain fp32 math mode, no TF32). Mixers: the fused recurrent
-// forward/backward kernels of gpu/recurrent_{forward,backward}.hpp (vla, linear, deltanet; d_head in
-// {16, 32, 64}) and softmax attention (gpu/softmax_attention.hpp, cuBLAS + fused row kernels; d_head in
+// forward/backward kernels of gpu/recurrent_{forward,backward}.hpp (vla, vla-no-knorm, vla-fixed-a on
+// DeltaNet's, linear, deltanet; d_head in kGpuRecurrentHeads) and softmax attention (gpu/softmax_attention.hpp, cuBLAS + fused row kernels; d_head in
 // {16, 32, 64, 128}); any other mixer is rejected naming the allowed ones.
 // Parameters and gradients live in one flat device array each, tensor by tensor in the order of
 // core/model/params.hpp's list, each tensor row-major (Eigen's host copies are column-major).

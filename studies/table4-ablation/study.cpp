@@ -1,8 +1,8 @@
 // Table 4 (Sec. 6.6): ablations at n = 16 (0.5x capacity) and n = 48 (1.5x overload), 1000 steps (the
 // paper: seed 42): full VLA, VLA with A_t = 10 I fixed (vla-fixed-a), VLA without key normalisation
 // (vla-no-knorm) at d_h in {32, 96, 128} (the paper: "NaN (d >= 96)"), DeltaNet and linear attention at
-// d_h = 32. The d_h = 32 runs of VLA, DeltaNet and linear attention are table11-capacity-curve's. The GPU
-// has kernels for vla, linear, deltanet and softmax at d_h <= 64: the other cells train on the CPU.
+// d_h = 32. The d_h = 32 runs of VLA, DeltaNet and linear attention are table11-capacity-curve's. Every
+// cell has a GPU path (vla-fixed-a on DeltaNet's kernel: core/rules/vla/gpu.hpp).
 #include "studies/mqar_grid.hpp"
 #include "studies/study.hpp"
 

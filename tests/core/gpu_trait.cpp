@@ -10,19 +10,30 @@ using namespace vla;
 static MixerConfig named(const std::string& m) { MixerConfig c; c.mixer = m; return c; }
 
 TEST_CASE("GPU trait: each mixer's CUDA path", "[gpu-trait]") {
-  // Algorithm 1 and the two baselines have a fused recurrent kernel, softmax the softmax path, the
-  // VLA variants none. A failure means a mixer would run on a kernel computing another recurrence.
+  // Algorithm 1 (with or without key normalisation) and the two baselines have a fused recurrent kernel,
+  // softmax the softmax path, VLA with A fixed DeltaNet's kernel ungated (core/rules/vla/gpu.hpp says why
+  // that is the same recurrence), the other VLA variants none. A failure means a mixer would run on a
+  // kernel computing another recurrence.
   CHECK(gpu_kernel_of(named("vla")).path == GpuPath::Recurrent);
   CHECK(gpu_kernel_of(named("vla")).kind == gpu::RecurrentKind::Vla);
+  CHECK(gpu_kernel_of(named("vla")).params.normalise_key);
+  CHECK(gpu_kernel_of(named("vla-no-knorm")).kind == gpu::RecurrentKind::Vla);
+  CHECK_FALSE(gpu_kernel_of(named("vla-no-knorm")).params.normalise_key);
+  const GpuKernel fixed = gpu_kernel_of(named("vla-fixed-a"));
+  CHECK(fixed.path == GpuPath::Recurrent);
+  CHECK(fixed.kind == gpu::RecurrentKind::DeltaNet);
+  CHECK_FALSE(fixed.gated);
+  CHECK(fixed.constant_A == Approx(10.0));  // A_0 = I / lambda0, lambda0 = 0.1
+  CHECK(gpu_kernel_of(named("vla")).constant_A == 0.0);
   CHECK(gpu_kernel_of(named("linear")).kind == gpu::RecurrentKind::Linear);
   CHECK(gpu_kernel_of(named("deltanet")).kind == gpu::RecurrentKind::DeltaNet);
   CHECK(gpu_kernel_of(named("softmax")).path == GpuPath::Softmax);
-  for (const char* m : {"vla-v2", "vla-rls", "vla-fixed-a", "vla-no-knorm"}) {
+  for (const char* m : {"vla-v2", "vla-rls"}) {
     INFO(m);
     CHECK(gpu_kernel_of(named(m)).path == GpuPath::None);
   }
-  CHECK(gpu_mixer_names(GpuUse::Training) == "vla, linear, deltanet, softmax");
-  CHECK(gpu_mixer_names(GpuUse::LayerForward) == "vla, linear, deltanet");
+  CHECK(gpu_mixer_names(GpuUse::Training) == "vla, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax");
+  CHECK(gpu_mixer_names(GpuUse::LayerForward) == "vla, vla-fixed-a, vla-no-knorm, linear, deltanet");
   // Analysis-only configurations of the rules have no kernel either.
   LinearAttentionOptions normalised;
   normalised.normalise_key = true;
@@ -30,6 +41,9 @@ TEST_CASE("GPU trait: each mixer's CUDA path", "[gpu-trait]") {
   VlaOptions key = VlaOptions::preset("vla");
   key.penalty_source = PenaltySource::Key;
   CHECK(gpu_kernel(VlaRule<Precision<float>>(key)).path == GpuPath::None);
+  VlaOptions fixed_raw = VlaOptions::preset("vla-fixed-a");
+  fixed_raw.normalise_key = false;  // alpha_hat = unit(phi(k)) differs from the write key phi(k): not DeltaNet
+  CHECK(gpu_kernel(VlaRule<Precision<float>>(fixed_raw)).path == GpuPath::None);
 }
 
 TEST_CASE("GPU trait: kernel parameters come from the rule's options", "[gpu-trait]") {
@@ -58,14 +72,17 @@ TEST_CASE("GPU trait: kernel parameters come from the rule's options", "[gpu-tra
 
 TEST_CASE("GPU limits are refused naming the flag and what is allowed", "[gpu-trait]") {
   CHECK_THROWS_WITH(gpu_kernel_for(named("vla-v2"), 32, GpuUse::Training),
-                    Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet, softmax"));
+                    Catch::Contains("--mixer") && Catch::Contains("vla, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax"));
   CHECK_THROWS_WITH(gpu_kernel_for(named("softmax"), 32, GpuUse::LayerForward),
-                    Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet"));
-  CHECK_THROWS_WITH(gpu_kernel_for(named("vla"), 128, GpuUse::Training), Catch::Contains("--d-head") && Catch::Contains("16, 32, 64"));
-  CHECK_NOTHROW(gpu_kernel_for(named("vla"), 128, GpuUse::LayerForward));
+                    Catch::Contains("--mixer") && Catch::Contains("vla, vla-fixed-a, vla-no-knorm, linear, deltanet"));
+  CHECK_THROWS_WITH(gpu_kernel_for(named("vla"), 48, GpuUse::Training),
+                    Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 96, 128"));
+  CHECK_NOTHROW(gpu_kernel_for(named("vla"), 96, GpuUse::Training));
+  CHECK_NOTHROW(gpu_kernel_for(named("vla-no-knorm"), 128, GpuUse::Training));
   CHECK_NOTHROW(gpu_kernel_for(named("softmax"), 128, GpuUse::Training));
+  CHECK_THROWS_WITH(gpu_kernel_for(named("softmax"), 96, GpuUse::Training), Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 128"));
   CHECK_THROWS_WITH(gpu_kernel_for(named("linear"), 24, GpuUse::LayerForward),
-                    Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 128"));
+                    Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 96, 128"));
   MixerConfig c = named("vla");
   c.penalty.rank = 2;
   CHECK_THROWS_WITH(gpu_kernel_for(c, 32, GpuUse::LayerForward), Catch::Contains("--rank"));
@@ -81,8 +98,8 @@ TEST_CASE("GPU limits are refused naming the flag and what is allowed", "[gpu-tr
 TEST_CASE("gpu_unsupported answers exactly where gpu_kernel_for throws, with the same message", "[gpu-trait]") {
   // The planner (`vla study plan`) asks gpu_unsupported; the commands call gpu_kernel_for. If they
   // disagreed, the plan would send a run to a GPU that then refuses it, or keep one on the CPU.
-  for (const std::string m : {"vla", "vla-v2", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta"})
-    for (int d : {16, 24, 32, 64, 128})
+  for (const std::string m : {"vla", "vla-v2", "vla-fixed-a", "vla-no-knorm", "linear", "deltanet", "softmax", "retnet", "mamba2", "delta"})
+    for (int d : {16, 24, 32, 64, 96, 128})
       for (GpuUse use : {GpuUse::Training, GpuUse::LayerForward}) {
         INFO(m << " d_head " << d << (use == GpuUse::Training ? " training" : " layer forward"));
         const auto why = gpu_unsupported(named(m), d, use);

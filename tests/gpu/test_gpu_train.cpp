@@ -23,16 +23,17 @@ using namespace vla::gpu::train::testing;
 // message or no exception would let `vla train --device cuda` crash or silently train another model.
 TEST_CASE("GPU training rejects configurations it has no kernel for, naming the parameter", "[gpu-train]") {
   auto c = small_model("vla-v2");  // a CPU mixer without a GPU path
-  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--mixer") && Catch::Contains("vla, linear, deltanet, softmax"));
+  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c),
+                    Catch::Contains("--mixer") && Catch::Contains("vla, vla-fixed-a, vla-no-knorm, linear, deltanet, softmax"));
   c = small_model("softmax");
   CHECK_NOTHROW(vla::gpu::train::validate_gpu_config(c));
   c.d_head = 48;  // softmax runs on cuBLAS, but only the tested head widths are accepted
   c.d_model = 96;
   CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--d-head"));
   c = small_model("vla");
-  c.d_head = 128;
-  c.d_model = 128;
-  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--d-head"));
+  c.d_head = 48;  // no recurrent kernel at this width
+  c.d_model = 96;
+  CHECK_THROWS_WITH(vla::gpu::train::validate_gpu_config(c), Catch::Contains("--d-head") && Catch::Contains("16, 32, 64, 96, 128"));
   c = small_model("vla");
   CHECK_NOTHROW(vla::gpu::train::validate_gpu_config(c));
   c.mixer.penalty.policy = vla::DeltaPolicy::SkipAddEps;  // the kernels implement Algorithm 1's clamp only
@@ -61,8 +62,13 @@ TEST_CASE("GPU training rejects configurations it has no kernel for, naming the 
 // against the other gradients and far above that noise.
 TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter gradient)", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
-  for (const std::string mixer : {"vla", "linear", "deltanet", "softmax"}) {
-    const ModelConfig c = small_model(mixer);
+  struct Case { std::string mixer; int d_head; };
+  // Table 4's ablations (vla-fixed-a runs on DeltaNet's kernel with VLA's parameters: W_u's gradient is
+  // zero on both devices) and its wide heads (96: the forward's 4-part rows, 128: A's column in registers).
+  for (const auto& [mixer, d_head] : {Case{"vla", 16}, Case{"linear", 16}, Case{"deltanet", 16}, Case{"softmax", 16},
+                                      Case{"vla-fixed-a", 16}, Case{"vla-no-knorm", 16}, Case{"vla", 96}, Case{"vla", 128}}) {
+    ModelConfig c = small_model(mixer);
+    c.d_head = d_head;
     const Params<float> p = vla::model::init_params<float>(c, 7);
     const auto batch = vla::train::make_batch(mqar(4), 8, vla::train::batch_seed(3, 0));  // (8, 13)
     const CpuReference ref = cpu_reference(c, p, batch);
@@ -78,12 +84,12 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
     for (std::size_t i = 0; i < gg.t.size(); ++i) {
       if (gg.t[i].size() == 0) continue;
       const double ec = rel_err(ref.g32.t[i], ref.g64.t[i]), eg = rel_err(gg.t[i], ref.g64.t[i]);
-      INFO(mixer << " " << gg.names[i] << ": cpu-float " << ec << ", gpu " << eg);
+      INFO(mixer << " d_head " << d_head << " " << gg.names[i] << ": cpu-float " << ec << ", gpu " << eg);
       CHECK(std::isfinite(eg));
       CHECK(eg <= CpuReference::bound(ec));
       if (eg / CpuReference::bound(ec) > worst) { worst = eg / CpuReference::bound(ec); worst_name = gg.names[i] + " " + std::to_string(eg); }
     }
-    WARN(mixer << " worst gradient tensor (gpu err / its bound max(10 cpu err, 64 u), at most 1) = " << worst << " at " << worst_name);
+    WARN(mixer << " d_head " << d_head << " worst gradient tensor (gpu err / its bound max(10 cpu err, 64 u), at most 1) = " << worst << " at " << worst_name);
   }
 }
 
@@ -177,7 +183,7 @@ TEST_CASE("a GPU run stopped and resumed equals the uninterrupted GPU run bit fo
 // sum over the batch instead of a mean, or the wrong layer's stats is off by O(1).
 TEST_CASE("the GPU log's S/A norms equal the CPU run's for the same seed", "[gpu][gpu-resume][train-curve]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
-  for (const std::string mixer : {"vla", "linear", "deltanet", "softmax"}) {
+  for (const std::string mixer : {"vla", "linear", "deltanet", "softmax", "vla-fixed-a"}) {
     auto tc = small_run(mixer, 10, 16, 11);
     tc.opt.lr = 3e-3;  // as the loss-curve test: the weights move visibly in 10 steps
     const auto cpu = vla::train::train(tc, {}, vla::train::RunOptions{});

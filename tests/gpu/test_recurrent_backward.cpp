@@ -58,27 +58,24 @@ Case random_case(Shape s, std::uint64_t seed) {
   return c;
 }
 
-// The mixer whose rule the kernel implements.
-const char* kind_name(RecurrentKind k) {
-  return k == RecurrentKind::Vla ? "vla" : k == RecurrentKind::Linear ? "linear" : "deltanet";
-}
-
-// The kernel's parameters from the rule's GPU trait (core/rules/<rule>/gpu.hpp), as training passes
-// them: the reference (run_reference) is the same rule with the same options.
-vla::gpu::RecurrentParams kernel_params(RecurrentKind kind) {
+// The kernel and its parameters from the mixer's GPU trait (core/rules/<rule>/gpu.hpp), as training
+// takes them: the reference (run_reference) is the same rule with the same options.
+vla::GpuKernel kernel_of(const std::string& mixer) {
   vla::MixerConfig cfg;
-  cfg.mixer = kind_name(kind);
+  cfg.mixer = mixer;
   const vla::GpuKernel k = vla::gpu_kernel_of(cfg);
   REQUIRE(k.path == vla::GpuPath::Recurrent);
-  REQUIRE(k.kind == kind);
-  return k.params;
+  return k;
 }
 
-// The gradients as a list: dq, dk, dv, then du (VLA) or dg (DeltaNet; (B, H, T)); linear has three.
+// The gradients as a list: dq, dk, dv, then du (VLA's kernel) or dg (a gated DeltaNet; (B, H, T));
+// linear attention and an ungated DeltaNet have three.
 // fwd_ck: the forward kernel runs first and writes the checkpoints into the (NaN-poisoned) workspace,
 // and the backward is told so (x.checkpoints): the training path, pass 1 skipped.
-std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool fwd_ck = false) {
+std::vector<std::vector<float>> run_gpu(const std::string& mixer, const Case& c, bool fwd_ck = false) {
   using vla::gpu::DeviceBuffer;
+  const vla::GpuKernel kern = kernel_of(mixer);
+  const RecurrentKind kind = kern.kind;
   const Shape s = c.s;
   DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]), gate(c.gate);
   const std::size_t n = c.in[0].size();
@@ -86,33 +83,36 @@ std::vector<std::vector<float>> run_gpu(RecurrentKind kind, const Case& c, bool 
       ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
   for (auto* b : {&dq, &dk, &dv, &du, &dg, &ws}) b->poison();
   vla::gpu::RecurrentTensors x;
-  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = gate.get();
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = kern.gated ? gate.get() : nullptr;
   x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
   vla::gpu::RecurrentGrads g;
   g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get(); g.dg = dg.get();
   if (fwd_ck) {
     x.o = o.get();
     x.checkpoints = ws.get();
-    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, kernel_params(kind)), "recurrent_forward launch");
+    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, kern.params), "recurrent_forward launch");
   }
-  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, kernel_params(kind), ws.get()), "recurrent_backward launch");
+  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, kern.params, ws.get()), "recurrent_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
   std::vector<std::vector<float>> r{dq.download(), dk.download(), dv.download()};
   if (kind == RecurrentKind::Vla) r.push_back(du.download());
-  if (kind == RecurrentKind::DeltaNet) r.push_back(dg.download());
+  if (kern.gated) r.push_back(dg.download());
   return r;
 }
 
 // The core head backward (core/model/head.hpp, the rules' adjoints) on every (b, h) sequence, in double
-// on the same fp32-valued inputs; same list as run_gpu.
-std::vector<std::vector<double>> run_reference(RecurrentKind kind, const Case& c) {
+// on the same fp32-valued inputs; same list as run_gpu. VLA with A fixed (on DeltaNet's kernel, which has
+// no u): its du must be exactly zero (A, the only reader of u, never changes), and is checked so here.
+std::vector<std::vector<double>> run_reference(const std::string& mixer, const Case& c) {
+  const vla::GpuKernel kern = kernel_of(mixer);
+  const bool has_du = kern.kind == RecurrentKind::Vla;
   const Shape s = c.s;
   const std::size_t n = std::size_t(s.T) * s.d;
-  std::vector<std::vector<double>> r(kind == RecurrentKind::Linear ? 3 : 4, std::vector<double>(c.in[0].size()));
-  if (kind == RecurrentKind::DeltaNet) r[3].resize(c.gate.size());
+  std::vector<std::vector<double>> r(has_du || kern.gated ? 4 : 3, std::vector<double>(c.in[0].size()));
+  if (kern.gated) r[3].resize(c.gate.size());
   vla::MixerConfig cfg;
-  cfg.mixer = kind_name(kind);
+  cfg.mixer = mixer;
   vla::with_rule<vla::Precision<double>>(cfg, [&](const auto& rule) {
     using Rule = std::decay_t<decltype(rule)>;
     for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
@@ -131,11 +131,12 @@ std::vector<std::vector<double>> run_reference(RecurrentKind kind, const Case& c
       }
       const auto g = vla::model::head_forward_backward(rule, x, rows(c.in[4])).grad;
       const vla::Mat<double>* out[] = {&g.dq, &g.dk, &g.dv, &g.du};
-      for (int a = 0; a < 3 + int(kind == RecurrentKind::Vla); ++a)
+      for (int a = 0; a < 3 + int(has_du); ++a)
         for (int t = 0; t < s.T; ++t)
           for (int i = 0; i < s.d; ++i) r[a][seq * n + std::size_t(t) * s.d + i] = (*out[a])(t, i);
-      if (kind == RecurrentKind::DeltaNet)
+      if (kern.gated)
         for (int t = 0; t < s.T; ++t) r[3][seq * s.T + t] = g.dg(t);
+      if (kern.constant_A > 0) CHECK(g.du.cwiseAbs().maxCoeff() == 0.0);
     }
     return 0;
   });
@@ -151,14 +152,17 @@ constexpr double kPathBound = 16.0 / (1 << 24);
 
 // fwd_ck: the gradients from the forward kernel's checkpoints (run_gpu), checked against the reference
 // at the same bound and against the self-checkpointing backward at kPathBound.
-void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uint64_t seed, bool fwd_ck = false) {
-  const char* names[] = {"dq_raw", "dk_raw", "dv", kind == RecurrentKind::Vla ? "du_raw" : "dg"};
-  const std::string label = std::string(kind_name(kind)) + (fwd_ck ? "+fwd-ck" : "");
+// key_shift: added to every raw key (vla-no-knorm: see the forward test's check_mixer).
+void check_shapes(const std::string& mixer, const std::vector<Shape>& shapes, std::uint64_t seed, bool fwd_ck = false,
+                  float key_shift = 0.f) {
+  const char* names[] = {"dq_raw", "dk_raw", "dv", kernel_of(mixer).kind == RecurrentKind::Vla ? "du_raw" : "dg"};
+  const std::string label = mixer + (fwd_ck ? "+fwd-ck" : "");
   for (const Shape& s : shapes) {
-    const Case c = random_case(s, seed++);  // fresh inputs per shape
-    const auto gpu = run_gpu(kind, c, fwd_ck);
-    const auto ref = run_reference(kind, c);
-    const auto self = fwd_ck ? run_gpu(kind, c) : std::vector<std::vector<float>>{};
+    Case c = random_case(s, seed++);  // fresh inputs per shape
+    for (float& k : c.in[1]) k += key_shift;
+    const auto gpu = run_gpu(mixer, c, fwd_ck);
+    const auto ref = run_reference(mixer, c);
+    const auto self = fwd_ck ? run_gpu(mixer, c) : std::vector<std::vector<float>>{};
     const double tol = fp32_bound(s);
     for (std::size_t a = 0; a < gpu.size(); ++a) {
       INFO(label << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " tol=" << tol);
@@ -190,36 +194,49 @@ void check_shapes(RecurrentKind kind, const std::vector<Shape>& shapes, std::uin
 
 // d = 128 has its own layout (A's column in registers, no slot prefetch for VLA; gpu/recurrent_backward.cu),
 // so it gets a ragged and an exact-multiple T of its own.
-const std::vector<Shape> kFullShapes{{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32},
-                                     {2, 1, 70, 64}, {1, 2, 96, 64},  {2, 1, 70, 128}, {1, 2, 96, 128}};
-const std::vector<Shape> kSmallShapes{{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}, {1, 1, 35, 128}};
+const std::vector<Shape> kFullShapes{{2, 3, 13, 16}, {3, 2, 64, 16}, {2, 2, 100, 32}, {1, 3, 77, 32}, {2, 1, 70, 64},
+                                     {1, 2, 96, 64},  {2, 1, 70, 96},  {2, 1, 70, 128}, {1, 2, 96, 128}};
+const std::vector<Shape> kSmallShapes{{1, 2, 40, 16}, {2, 1, 37, 32}, {1, 1, 35, 64}, {1, 1, 35, 96}, {1, 1, 35, 128}};
 
 }  // namespace
 
 TEST_CASE("fused VLA backward matches the double reference backward within the fp32 bound", "[gpu][bwd-full][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // T around the checkpoint chunk (32): shorter than one chunk, an exact multiple, a ragged tail;
-  // all but the first cross the refresh step t + 1 = 20. d in {16, 32, 64, 128}.
-  check_shapes(RecurrentKind::Vla, kFullShapes, 500);
+  // all but the first cross the refresh step t + 1 = 20. d in {16, 32, 64, 96, 128}.
+  check_shapes("vla", kFullShapes, 500);
 }
 
 TEST_CASE("fused VLA backward, small shapes (the sanitizers' racecheck run)", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // Same check as above on shapes small enough for racecheck (which instruments every shared access):
   // still two chunks and a refresh step at each d.
-  check_shapes(RecurrentKind::Vla, kSmallShapes, 700);
+  check_shapes("vla", kSmallShapes, 700);
+}
+
+TEST_CASE("fused VLA backward without key normalisation, and VLA with A fixed on DeltaNet's kernel, match the double reference",
+          "[gpu][bwd-full][bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Table 4's ablations as training runs them: vla-no-knorm on VLA's kernel (k_hat = phi(k), its adjoint
+  // without unit()'s projection), keys shifted so the recurrence contracts (check_mixer in the forward
+  // test says why); vla-fixed-a on ungated DeltaNet's (core/rules/vla/gpu.hpp), against the CPU rule's own
+  // adjoint with the tracker never updated (and du = 0 there). Both from the forward's checkpoints too.
+  check_shapes("vla-no-knorm", kFullShapes, 7500, false, -3.f);
+  check_shapes("vla-no-knorm", kSmallShapes, 7700, true, -3.f);
+  check_shapes("vla-fixed-a", kFullShapes, 8500);
+  check_shapes("vla-fixed-a", kSmallShapes, 8700, true);
 }
 
 TEST_CASE("fused linear attention and DeltaNet backward match the double reference within the fp32 bound", "[gpu][bwd-full][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
-  check_shapes(RecurrentKind::Linear, kFullShapes, 1500);
-  check_shapes(RecurrentKind::DeltaNet, kFullShapes, 2500);  // gated: dg checked too
+  check_shapes("linear", kFullShapes, 1500);
+  check_shapes("deltanet", kFullShapes, 2500);  // gated: dg checked too
 }
 
 TEST_CASE("fused linear attention and DeltaNet backward, small shapes (racecheck run)", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
-  check_shapes(RecurrentKind::Linear, kSmallShapes, 1700);
-  check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 2700);
+  check_shapes("linear", kSmallShapes, 1700);
+  check_shapes("deltanet", kSmallShapes, 2700);
 }
 
 TEST_CASE("fused backward from the forward kernel's checkpoints matches the reference and the self-checkpointing backward",
@@ -227,15 +244,15 @@ TEST_CASE("fused backward from the forward kernel's checkpoints matches the refe
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // The training path (x.checkpoints): the forward kernel writes every 32nd state in its own layout and
   // rounding, the backward skips its first pass. Same shapes (chunk boundaries, refresh, d = 16 .. 128).
-  check_shapes(RecurrentKind::Vla, kFullShapes, 3500, true);
-  check_shapes(RecurrentKind::Linear, kFullShapes, 4500, true);
-  check_shapes(RecurrentKind::DeltaNet, kFullShapes, 5500, true);
+  check_shapes("vla", kFullShapes, 3500, true);
+  check_shapes("linear", kFullShapes, 4500, true);
+  check_shapes("deltanet", kFullShapes, 5500, true);
 }
 
 TEST_CASE("fused backward from the forward kernel's checkpoints, small shapes (racecheck run)", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
-  check_shapes(RecurrentKind::Vla, kSmallShapes, 3700, true);
-  check_shapes(RecurrentKind::DeltaNet, kSmallShapes, 5700, true);
+  check_shapes("vla", kSmallShapes, 3700, true);
+  check_shapes("deltanet", kSmallShapes, 5700, true);
 }
 
 TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu][bwd]") {
@@ -243,8 +260,8 @@ TEST_CASE("fused backward is the same function of each sequence whatever the lau
   // One block per (b, h) with its own workspace slice and a fixed operation order: sequence (b, h)
   // of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
   // blocks share scratch (a wrong workspace offset) or the result depends on scheduling (a race).
-  for (RecurrentKind kind : {RecurrentKind::Vla, RecurrentKind::Linear, RecurrentKind::DeltaNet})
-  for (int d : {16, 32, 64, 128}) {
+  for (const std::string kind : {"vla", "linear", "deltanet"})
+  for (int d : {16, 32, 64, 96, 128}) {
     const Shape s{2, 2, 45, d};
     const Case all = random_case(s, 900 + d);
     const auto g_all = run_gpu(kind, all);
@@ -256,7 +273,7 @@ TEST_CASE("fused backward is the same function of each sequence whatever the lau
       const auto g_one = run_gpu(kind, one);
       for (std::size_t a = 0; a < g_one.size(); ++a) {
         const std::size_t len = g_one[a].size();  // (T, d) or (T) for dg
-        INFO(kind_name(kind) << " d=" << d << " seq=" << seq << " gradient " << a);
+        INFO(kind << " d=" << d << " seq=" << seq << " gradient " << a);
         CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * len));
       }
     }
@@ -268,7 +285,7 @@ TEST_CASE("fused backward rejects what it does not implement instead of launchin
   vla::gpu::DeviceBuffer buf(4 * 128);
   vla::gpu::RecurrentTensors x;
   x.q = x.k = x.v = x.u = buf.get();
-  x.B = 1; x.H = 1; x.T = 4; x.d = 48;  // not a compiled head size (16, 32, 64, 128): must not launch a wrong-d kernel
+  x.B = 1; x.H = 1; x.T = 4; x.d = 48;  // not a compiled head size (16, 32, 64, 96, 128): must not launch a wrong-d kernel
   vla::gpu::RecurrentGrads g;
   g.dout = buf.get(); g.dq = g.dk = g.dv = g.du = buf.get();
   CHECK(vla::gpu::recurrent_backward(vla::gpu::RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
