@@ -35,8 +35,9 @@ std::string plot_csv(const std::filesystem::path& csv, const std::filesystem::pa
   s += "plot ";
   for (std::size_t i = 0; i < spec.series.size(); ++i) {
     const auto& se = spec.series[i];
-    s += fmt::format("{}{} skip 1 using {}:{} with {} lw 2 title {}", i ? ", \\\n     " : "",
-                     gnuplot_quote(csv.filename().string()), se.x_column, se.column, spec.with, gnuplot_quote(se.legend));
+    s += fmt::format("{}{} skip 1 using {}:{} with {} lw 2 {}{}title {}", i ? ", \\\n     " : "",
+                     gnuplot_quote(csv.filename().string()), se.x_column, se.column, spec.with, se.style,
+                     se.style.empty() ? "" : " ", gnuplot_quote(se.legend));
   }
   s += "\n";
   return run_gnuplot(gp, s, csv, png);

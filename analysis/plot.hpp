@@ -3,6 +3,7 @@
 // Without gnuplot the CSV and the .gp script are still written and the returned note says so.
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vla::analysis {
@@ -11,6 +12,9 @@ struct PlotSeries {
   int column = 2;       // 1-based CSV column for y
   std::string legend;
   int x_column = 1;
+  std::string style;    // more gnuplot plot options, e.g. "lc rgb '#1b9e77' dt 2 pt 7"; empty: gnuplot's cycle
+  PlotSeries(int column = 2, std::string legend = {}, int x_column = 1, std::string style = {})
+      : column(column), legend(std::move(legend)), x_column(x_column), style(std::move(style)) {}
 };
 
 struct PlotSpec {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace vla::studies {
 
@@ -90,8 +91,17 @@ Study recipe_capacity() {
     pt.with = pu.with = "linespoints";
     pt.extra = "set yrange [0:1.05]\nset arrow from 1, graph 0 to 1, graph 1 nohead dt 2\n";
     pu.extra = "set arrow from 1, graph 0 to 1, graph 1 nohead dt 2\n";
-    for (const auto& m : recipe::kMixers)
-      for (int d : widths(ctx.opt)) {
+    // One colour per mixer, one dash and point type per d_h: 4 x 3 series would reuse gnuplot's
+    // 8-colour cycle and make two of them look alike.
+    const char* colours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
+    auto style = [&](std::size_t mi, std::size_t di) {
+      return fmt::format("lc rgb '{}' dt {} pt {}", colours[mi % 4], di + 1, std::array{7, 5, 9}[di % 3]);
+    };
+    const std::vector<int> ws = widths(ctx.opt);
+    for (std::size_t mi = 0; mi < recipe::kMixers.size(); ++mi)
+      for (std::size_t di = 0; di < ws.size(); ++di) {
+        const std::string& m = recipe::kMixers[mi];
+        const int d = ws[di];
         const MqarGrid g = grid(ctx.opt, m, d, best.at(m));
         if (g.ns.empty()) continue;  // --pairs left none of this width's n
         const auto cells = g.cells(ctx);
@@ -108,10 +118,10 @@ Study recipe_capacity() {
           for (const auto& pnt : analysis::run_recovery(rc)) untrained[pnt.n] = pnt.max_rel_error;
         }
         header.push_back(fmt::format("{}_d{}_trained", m, d));
-        pt.series.push_back({int(header.size()), fmt::format("{} d_h = {}", paper_name(m), d)});
+        pt.series.push_back({int(header.size()), fmt::format("{} d_h = {}", paper_name(m), d), 1, style(mi, di)});
         if (m != "softmax") {
           header.push_back(fmt::format("{}_d{}_untrained", m, d));
-          pu.series.push_back({int(header.size()), fmt::format("{} d_h = {}", paper_name(m), d)});
+          pu.series.push_back({int(header.size()), fmt::format("{} d_h = {}", paper_name(m), d), 1, style(mi, di)});
         }
         for (std::size_t ri = 0, k = 0; ri < ratios(ctx.opt).size(); ++ri) {
           const int n = pairs_for(ratios(ctx.opt)[ri], d);

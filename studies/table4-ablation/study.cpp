@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace vla::studies {
 
 namespace {
@@ -91,9 +93,23 @@ Study table4_ablation() {
                        "cells are shown, not judged.";
     sec.settings = recipe::describe(ctx.opt) +
                    "- n in {16, 48} at d_h = 32 (d = 128, H = 4); n = 16 at d_h in {96, 128} (H = 4, so the heads are wider than d / H). "
-                   "vla-fixed-a: A_t = A_0 = 10 I never updated; vla-no-knorm: k_hat <- phi(k) unnormalised (docs/recurrences.md).\n";
+                   "vla-fixed-a: A_t = A_0 = 10 I never updated (on the GPU: ungated DeltaNet's kernel, the same recurrence, "
+                   "core/rules/vla/gpu.hpp); vla-no-knorm: k_hat <- phi(k) unnormalised (docs/recurrences.md).\n";
     sec.notes = "The paper reads 'd >= 96' without saying whether d is d_h; d_h is varied here at H = 4. Its fixed-A row is a prediction "
                 "(Remark 1), not a run; here it is run.\n";
+    // What the fixed-A row can show at this recipe: where neither it nor full VLA leaves the plateau
+    // (recipe::kEscape), equal numbers say nothing about the Sherman-Morrison update.
+    const auto c32 = grids(ctx.opt).front().cells(ctx);
+    const recipe::Cell &full = c32.at("vla")[0], &fixed = c32.at("vla-fixed-a")[0];
+    if (std::isfinite(full.mean) && std::isfinite(fixed.mean)) {
+      const bool plateau = full.mean <= recipe::kEscape && fixed.mean <= recipe::kEscape;
+      sec.notes += fmt::format("\nAt d_h = 32, n = 16, fixed A reads {} and full VLA {} (difference {:+.3f}){}.\n", fixed.mean_sd(),
+                               full.mean_sd(), fixed.mean - full.mean,
+                               plateau ? fmt::format("; both stay on the plateau (eval <= {}), so at this recipe the ablation cannot show what the "
+                                                     "Sherman-Morrison update adds (recipe-sensitivity has the recipes where VLA leaves it)",
+                                                     recipe::kEscape)
+                                       : "");
+    }
   };
   return s;
 }

@@ -94,6 +94,11 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   const std::string stored_md = text(s.path / "fig5-mqar-capacity" / "section.md");
   CHECK(stored_md.find("every run came finished from the store") != std::string::npos);
   CHECK(stored_md.find("the sweep that trained them") == std::string::npos);
+  // Table 4's fixed-A row read against full VLA: the note gives both numbers and their difference, computed
+  // (the quick runs stay on the plateau, so it also says what that leaves the ablation unable to show).
+  const std::string t4 = text(s.path / "table4-ablation" / "section.md");
+  CHECK(t4.find("At d_h = 32, n = 16, fixed A reads ") != std::string::npos);
+  CHECK(t4.find("cannot show what the Sherman-Morrison update adds") != std::string::npos);
   // A recipe sweep kept as a run record (OUT/logs/<dir>/verdict.json, full size) is listed under the recipe
   // question beside the section's own; a quick one is not (a smoke run is no result). Missing, a reader of
   // the report would not see the n of sweeps whose stores are gone.
