@@ -220,10 +220,14 @@ TEST_CASE("fused VLA backward without key normalisation, and VLA with A fixed on
   // Table 4's ablations as training runs them: vla-no-knorm on VLA's kernel (k_hat = phi(k), its adjoint
   // without unit()'s projection), keys shifted so the recurrence contracts (check_mixer in the forward
   // test says why); vla-fixed-a on ungated DeltaNet's (core/rules/vla/gpu.hpp), against the CPU rule's own
-  // adjoint with the tracker never updated (and du = 0 there). Both from the forward's checkpoints too.
+  // adjoint with the tracker never updated (and du = 0 there).
   check_shapes("vla-no-knorm", kFullShapes, 7500, false, -3.f);
-  check_shapes("vla-no-knorm", kSmallShapes, 7700, true, -3.f);
   check_shapes("vla-fixed-a", kFullShapes, 8500);
+}
+
+TEST_CASE("Table 4's ablations from the forward kernel's checkpoints, small shapes (racecheck run)", "[gpu][bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  check_shapes("vla-no-knorm", kSmallShapes, 7700, true, -3.f);
   check_shapes("vla-fixed-a", kSmallShapes, 8700, true);
 }
 
