@@ -65,8 +65,13 @@ void list() {
 // The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
 // model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as the rules' GPU
 // traits state them (core/rules/gpu_support.hpp).
+// A count of runs at once: refused below one, naming the flag (a sweep with no worker would never end).
+void require_at_least_one(int n, const char* flag) {
+  if (n < 1) throw std::invalid_argument(fmt::format("{}: must be >= 1, got {}", flag, n));
+}
+
 void plan(const Args& a) {
-  if (a.cpu_concurrent < 1) throw std::invalid_argument(fmt::format("--cpu-concurrent: must be >= 1, got {}", a.cpu_concurrent));
+  require_at_least_one(a.cpu_concurrent, "--cpu-concurrent");
   vla::studies::StudyOptions o = a.opt;
   o.store = a.store;
   std::vector<vla::train::TrainConfig> all;
@@ -187,9 +192,9 @@ const vla::cli::RegisterCommand reg{
       r->final_callback([a] {
         for (const auto& id : a->ids)
           if (id != "all") vla::studies::find_study(id, "ID");
-        if (a->concurrent < 1) throw std::invalid_argument(fmt::format("--concurrent: must be >= 1, got {}", a->concurrent));
+        require_at_least_one(a->concurrent, "--concurrent");
         if (a->threads < 0 || a->cpu_threads < 0) throw std::invalid_argument("--threads/--cpu-threads: must be >= 0");
-        if (a->cpu_concurrent < 1) throw std::invalid_argument(fmt::format("--cpu-concurrent: must be >= 1, got {}", a->cpu_concurrent));
+        require_at_least_one(a->cpu_concurrent, "--cpu-concurrent");
         a->opt.store = a->store;
         vla::studies::SweepOptions so;
         so.device = vla::cli::training_device(a->opt.device);
