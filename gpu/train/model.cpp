@@ -25,11 +25,6 @@ void check_blas(cublasStatus_t s, const char* what) {
 }
 void check_launch(cudaError_t e, const char* what) { check(e, what); }
 
-// The GPU path of the configured mixer, from its rule's GPU trait (core/rules/<rule>/gpu.hpp). Softmax
-// attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
-bool is_softmax(const MixerConfig& c) { return gpu_kernel_of(c).path == GpuPath::Softmax; }
-RecurrentKind kind_of(const MixerConfig& c) { return gpu_kernel_of(c).kind; }
-
 }  // namespace
 
 void validate_gpu_config(const model::ModelConfig& cfg) {
@@ -39,6 +34,9 @@ void validate_gpu_config(const model::ModelConfig& cfg) {
 
 struct GpuModel::Impl {
   model::ModelConfig cfg;
+  // The mixer's GPU path, from its rule's GPU trait (core/rules/<rule>/gpu.hpp), read once. Softmax
+  // attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
+  GpuKernel trait;
   bool softmax = false;                    // softmax attention; then kind stays Linear (no u, no gate)
   RecurrentKind kind = RecurrentKind::Linear;
   bool gated = false;
@@ -166,7 +164,6 @@ struct GpuModel::Impl {
   void head_backward();
   void read_state_norms(GpuBatchResult& r);
 
-  RecurrentParams rparams() const { return gpu_kernel_of(cfg.mixer).params; }  // the rule's GPU trait
 };
 
 GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
@@ -175,9 +172,10 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   m.cfg = cfg;
   m.stream = stream;
   check(cudaGetDevice(&m.device), "cudaGetDevice");
-  m.softmax = is_softmax(cfg.mixer);
-  if (!m.softmax) m.kind = kind_of(cfg.mixer);
-  m.gated = gpu_kernel_of(cfg.mixer).gated;
+  m.trait = gpu_kernel_of(cfg.mixer);
+  m.softmax = m.trait.path == GpuPath::Softmax;
+  if (!m.softmax) m.kind = m.trait.kind;
+  m.gated = m.trait.gated;
   std::size_t total = 0;
   for (const auto& t : p.t) {
     m.off.push_back(total);
@@ -506,7 +504,7 @@ void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
     r.A_fro[l] = A / B;
   }
   // A rule with a constant A (its kernel tracks none): ||a I||_F = a sqrt(d_h) in every head.
-  if (const double a = gpu_kernel_of(cfg.mixer).constant_A; a > 0) r.A_fro.assign(cfg.layers, a * std::sqrt(double(cfg.d_head)));
+  if (const double a = trait.constant_A; a > 0) r.A_fro.assign(cfg.layers, a * std::sqrt(double(cfg.d_head)));
 }
 
 // The model (core/model/transformer.hpp's order): embedding, blocks, head; then the backward in reverse.
@@ -518,7 +516,7 @@ GpuBatchResult GpuModel::forward_backward(const vla::train::Batch& batch, bool b
     throw std::invalid_argument(fmt::format("GpuModel::forward_backward: step_targets must be >= 0, got {}", step_targets));
   const int total_targets = m.upload_batch(batch);
   const double scale = 1.0 / std::max(1, step_targets > 0 ? step_targets : total_targets);
-  const RecurrentParams rp = m.rparams();
+  const RecurrentParams& rp = m.trait.params;
 
   // ---- forward ----
   m.embedding_forward();
