@@ -6,18 +6,19 @@
 # Logs go to $OUT (default /tmp/vla-device-out). Where the machine lacks the Debian dev packages the
 # build needs, it uses .device-carry/debs/*.deb (fetched beforehand with `apt-get download`, see
 # docs/gpu.md), unpacked into a private prefix, never into /.
-# usage: [BENCH_REPS=n] [STEPS=test,memcheck,racecheck,bench] bash gpu/device-check.sh
+# usage: [BENCH_REPS=n] [STEPS=test,memcheck,racecheck,racecheck-bwd,bench] bash gpu/device-check.sh
 #        exit status: non-zero if a build, test or sanitizer step failed
 #   BENCH_REPS: timed repetitions per bench point (default 10).
-#   STEPS: the parts to run (default all four; the build always). The whole script takes longer than
+#   STEPS: the parts to run (default all five; the build always). The whole script takes longer than
 #   one 10-minute device call (docs/gpu.md, "Running it"): there, split it over calls, e.g.
-#   STEPS=test,memcheck then STEPS=racecheck then STEPS=bench (a still-warm machine rebuilds nothing).
+#   STEPS=test,memcheck then STEPS=racecheck then STEPS=racecheck-bwd then STEPS=bench (a still-warm
+#   machine rebuilds nothing).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${STEPS:-test,memcheck,racecheck,bench}
+STEPS=${STEPS:-test,memcheck,racecheck,racecheck-bwd,bench}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 source gpu/device-env.sh
-targets=""; { has test || has memcheck || has racecheck; } && targets="test_gpu test_cli vla"; has bench && targets="$targets vla"
+targets=""; { has test || has memcheck || has racecheck || has racecheck-bwd; } && targets="test_gpu test_cli vla"; has bench && targets="$targets vla"
 device_build $targets
 T="$BUILD/bin/test_gpu"
 
@@ -32,17 +33,23 @@ if has test; then
     awk '{ k = $1 " " $3; if ($8 + 0 > m[k] + 0) { m[k] = $8; w[k] = $0 } } END { for (k in w) print w[k] }' | sort
 fi
 
-# racecheck instruments every shared-memory access, which makes it slow: it runs the backward on its
-# small-shape case (and the launch-shape case), not on [bwd-full], and the training kernels through the
-# one-batch gradient test, not through the multi-step runs tagged [train-curve] (loss curves, concurrent
-# runs, resume: the same kernels, many times). memcheck runs everything.
+# racecheck instruments every shared-memory access, which makes it slow, so it runs in two parts of a
+# call each: `racecheck` the forward kernels, softmax attention and the training kernels through the
+# one-batch gradient test (not the multi-step runs tagged [train-curve]: loss curves, concurrent runs,
+# resume, the same kernels many times), and `racecheck-bwd` the backward on its small-shape cases (not
+# [bwd-full]). The chunked VLA forward's cases ([chunked]) are left to its development driver
+# (gpu/dev/chunked-vla-check.sh racechecks the same kernels at shapes it can finish). memcheck runs everything.
 if has memcheck; then
   step "compute-sanitizer memcheck"
   sanitize memcheck "[gpu]" "$OUT/memcheck.log"
 fi
 if has racecheck; then
   step "compute-sanitizer racecheck"
-  sanitize racecheck "[gpu]~[bwd-full]~[train-curve]" "$OUT/racecheck.log"
+  sanitize racecheck "[gpu]~[bwd]~[train-curve]~[chunked]" "$OUT/racecheck.log"
+fi
+if has racecheck-bwd; then
+  step "compute-sanitizer racecheck, backward"
+  sanitize racecheck "[gpu][bwd]~[bwd-full]" "$OUT/racecheck-bwd.log"
 fi
 
 if has bench; then

@@ -52,7 +52,7 @@ bool all_finite(const std::vector<float>& x) {
 
 }  // namespace
 
-TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bound, every chunk length", "[gpu]") {
+TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bound, every chunk length", "[gpu][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // If these fail, the chunkwise algebra (V1-V5 of docs/chunkwise-vla.md) or its chunk boundaries (the last
   // short chunk, the refresh steps, the clamp) differ from Algorithm 1, not merely its rounding.
@@ -75,7 +75,7 @@ TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bou
     }
 }
 
-TEST_CASE("chunked VLA forward is the same function of each sequence whatever the launch shape", "[gpu]") {
+TEST_CASE("chunked VLA forward is the same function of each sequence whatever the launch shape", "[gpu][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // A warp owns one (sequence, group) and each chain one sequence, in a fixed operation order: sequence
   // (b, h) of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
@@ -95,7 +95,7 @@ TEST_CASE("chunked VLA forward is the same function of each sequence whatever th
   }
 }
 
-TEST_CASE("chunked VLA forward signals an fp32 overflow with NaN from its chunk on, never a plausible value", "[gpu]") {
+TEST_CASE("chunked VLA forward signals an fp32 overflow with NaN from its chunk on, never a plausible value", "[gpu][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // At step t0 of sequence 0, q and k of size 1e20 overflow ||phi(k)||^2 and phi(q)^T z in fp32. The CPU float
   // rule returns NaN from t0 on; the chunked kernel mixes a chunk's tokens in its products, so the NaN may
@@ -126,7 +126,7 @@ TEST_CASE("chunked VLA forward signals an fp32 overflow with NaN from its chunk 
   CHECK(rel_err(gpu1, cpu1) <= fp32_bound(s));
 }
 
-TEST_CASE("chunked VLA forward rejects what it does not implement instead of launching", "[gpu]") {
+TEST_CASE("chunked VLA forward rejects what it does not implement instead of launching", "[gpu][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // Each of these must come back as cudaErrorInvalidValue with nothing launched (the poisoned output stays NaN).
   vla::gpu::DeviceBuffer buf(std::size_t(4) * 64), o(std::size_t(4) * 64);
