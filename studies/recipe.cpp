@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 namespace vla::studies::recipe {
@@ -161,6 +162,18 @@ Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& see
     c.sd = std::sqrt(ss / (n - 1));
   }
   return c;
+}
+
+std::map<std::string, Best> best_recipes(const StudyOptions& o) {
+  std::map<std::string, Best> b;
+  for (const auto& m : kMixers) b[m] = {};
+  const auto f = o.out / "recipe-sensitivity" / "verdict.json";
+  if (!std::filesystem::exists(f)) return b;
+  const auto v = read_json(f);
+  if (v.value("quick", false) != o.quick) return b;
+  for (const auto& m : kMixers)
+    if (v["facts"]["best"].contains(m)) b[m] = {v["facts"]["best"][m]["lr"].get<double>(), v["facts"]["best"][m]["steps"].get<int>(), true};
+  return b;
 }
 
 }  // namespace vla::studies::recipe

@@ -16,6 +16,7 @@
 #include "studies/study.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ std::vector<int> keep_pairs(const StudyOptions& o, std::vector<int> ns);
 
 // One line for the settings section: the recipe and, for --quick, the shrink.
 std::string describe(const StudyOptions& o);
+
+// A mixer's best recipe as recipe-sensitivity found it (its verdict.json under StudyOptions::out, at the
+// same --quick), or the paper's (lr 3e-4, 2000 steps; from_study false) where that study has not run.
+struct Best {
+  double lr = 3e-4;
+  int steps = 2000;
+  bool from_study = false;
+};
+std::map<std::string, Best> best_recipes(const StudyOptions& o);
 
 // The eval accuracies of a set of runs, over seeds: per seed (NaN for a diverged run), mean and sample
 // standard deviation over the finite ones, and how many diverged.

@@ -18,26 +18,6 @@ namespace {
 
 const std::vector<double> kRatios{0.25, 0.5, 0.75, 1.0, 1.5};
 
-struct Best {
-  double lr = 3e-4;
-  int steps = 2000;
-  bool from_study = false;
-};
-
-// The best recipe per mixer from recipe-sensitivity's verdict.json (the paper's recipe if it has not run
-// at this size yet).
-std::map<std::string, Best> best_recipes(const StudyOptions& o) {
-  std::map<std::string, Best> b;
-  for (const auto& m : recipe::kMixers) b[m] = {};
-  const auto f = o.out / "recipe-sensitivity" / "verdict.json";
-  if (!std::filesystem::exists(f)) return b;
-  const auto v = read_json(f);
-  if (v.value("quick", false) != o.quick) return b;
-  for (const auto& m : recipe::kMixers)
-    if (v["facts"]["best"].contains(m)) b[m] = {v["facts"]["best"][m]["lr"].get<double>(), v["facts"]["best"][m]["steps"].get<int>(), true};
-  return b;
-}
-
 std::vector<int> widths(const StudyOptions& o) { return o.quick ? std::vector<int>{16, 32} : std::vector<int>{16, 32, 64}; }
 std::vector<double> ratios(const StudyOptions& o) { return o.quick ? std::vector<double>{0.5, 1.5} : kRatios; }
 
@@ -47,7 +27,7 @@ int pairs_for(double r, int d) {
   return n > 63 ? (r <= 1.0 ? 63 : 0) : n;
 }
 
-MqarGrid grid(const StudyOptions& o, const std::string& mixer, int d, const Best& b) {
+MqarGrid grid(const StudyOptions& o, const std::string& mixer, int d, const recipe::Best& b) {
   std::vector<int> ns;
   for (double r : ratios(o))
     if (int n = pairs_for(r, d)) ns.push_back(n);
@@ -60,7 +40,7 @@ MqarGrid grid(const StudyOptions& o, const std::string& mixer, int d, const Best
 
 std::vector<MqarGrid> grids(const StudyOptions& o) {
   std::vector<MqarGrid> g;
-  const auto best = best_recipes(o);
+  const auto best = recipe::best_recipes(o);
   for (const auto& m : recipe::kMixers)
     for (int d : widths(o)) g.push_back(grid(o, m, d, best.at(m)));
   return g;
@@ -79,7 +59,7 @@ Study recipe_capacity() {
   s.summarise = [](StudyContext& ctx, Section& sec) {
     sec.question = "Trained at its best recipe, does each mixer's recall hold up to n ~ d_h and collapse past it, at d_h = 16, 32, 64, "
                    "as Prop. 3's capacity says, and how does that compare with the same memory written and read without training?";
-    const auto best = best_recipes(ctx.opt);
+    const auto best = recipe::best_recipes(ctx.opt);
     TextTable t{"capacity", "Trained: eval exact match at the best recipe (mean ± sd over seeds). Untrained (Prop. 3): max_i ||S_n k_i - v_i|| "
                             "/ ||v_i|| after writing n pairs with random keys (double, analysis/recovery.hpp).",
                 {"mixer", "recipe", "d_h", "n", "n / d_h", "trained accuracy", "untrained recovery error"}, {}};
