@@ -642,6 +642,7 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream) {
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
   if (chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0 || x.d != D) return cudaErrorInvalidValue;
+  if (!p.normalise_key) return cudaErrorInvalidValue;  // every kernel here reads k_hat = unit(phi(k)) (line 9)
   Plan pl{};
   pl.T = x.T;
   pl.C = chunked_vla_chunk(chunk, p);

@@ -1,15 +1,19 @@
 // vla::gpu::layer_forward (gpu/layer_forward.hpp): the single-head .npy layer contract on the GPU.
-// Projections by gpu/affine.cu, the recurrence by the fused kernel of gpu/recurrent_forward.cu, the
-// output projection by gpu/affine.cu again; everything fp32 on the device.
+// Projections by gpu/affine.cu, the recurrence by the fused kernel of gpu/recurrent_forward.cu or the
+// chunked VLA forward of gpu/chunked_vla_forward.cu, the output projection by gpu/affine.cu again;
+// everything fp32 on the device.
 #include "gpu/layer_forward.hpp"
 
 #include "core/rules/gpu_support.hpp"
 #include "gpu/affine.hpp"
+#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_forward.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -27,12 +31,42 @@ std::vector<float> to_vector(const Vec<float>& v) { return std::vector<float>(v.
 
 }  // namespace
 
+RecurrentForm recurrent_form(const std::string& name) {
+  if (name == "auto") return RecurrentForm::Auto;
+  if (name == "fused") return RecurrentForm::Fused;
+  if (name == "chunked") return RecurrentForm::Chunked;
+  throw std::invalid_argument(fmt::format("--recurrent-form: unknown form '{}' (allowed: {})", name, kRecurrentFormNames));
+}
+
+std::string_view form_name(RecurrentForm f) {
+  return f == RecurrentForm::Chunked ? "chunked" : f == RecurrentForm::Fused ? "fused" : "auto";
+}
+
+RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace) {
+  if (f == RecurrentForm::Fused) return f;
+  // What the chunked forward covers (its header): VLA's kernel with k_hat normalised (the `vla` preset),
+  // its head widths, and no per-step trace (it keeps no per-token S or A).
+  const bool vla = k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key;
+  const bool width = std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) != std::end(kChunkedVlaHeads);
+  if (f == RecurrentForm::Chunked) {
+    if (!vla) throw std::invalid_argument("--recurrent-form: chunked runs the `vla` mixer only (allowed here: auto, fused)");
+    if (!width)
+      throw std::invalid_argument(fmt::format("--recurrent-form: chunked runs d_head {} only, got {} (allowed here: auto, fused)",
+                                              fmt::join(kChunkedVlaHeads, ", "), d));
+    if (trace) throw std::invalid_argument("--recurrent-form: chunked keeps no per-step trace; leave out --trace or use fused");
+    return f;
+  }
+  return vla && width && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;
+}
+
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
-                         const Mat<float>& X, std::vector<StepStats>* trace) {
+                         const Mat<float>& X, std::vector<StepStats>* trace, RecurrentForm form, RecurrentForm* ran) {
   // The rule's kernel and its parameters (its GPU trait); throws naming the flag and what is allowed.
   const GpuKernel kernel = gpu_kernel_for(cfg, shape.d_head, GpuUse::LayerForward);
   const RecurrentKind kind = kernel.kind;
   const int d = shape.d_head, dm = shape.d_model, T = static_cast<int>(X.rows());
+  const RecurrentForm use = resolve_form(form, kernel, d, T, trace != nullptr);
+  if (ran) *ran = use;
   if (shape.heads != 1) throw std::invalid_argument(fmt::format("--heads: the layer contract is single-head (got {})", shape.heads));
   // The same weight-shape checks as the CPU path (throws naming the weight).
   with_rule<Precision<float>>(cfg, [&](auto rule) { MixerLayer<decltype(rule)>(shape, rule, w); return 0; });
@@ -70,7 +104,8 @@ Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const 
   }
   if (trace) { dStats = DeviceBuffer(std::size_t(T) * 3); x.stats = dStats.get(); }
 
-  check(recurrent_forward(kind, x, kernel.params), "recurrent_forward");
+  if (use == RecurrentForm::Chunked) check(chunked_vla_forward(x, kernel.params), "chunked_vla_forward");
+  else check(recurrent_forward(kind, x, kernel.params), "recurrent_forward");
   check(affine_rows(dO.get(), T, d, Wo.get(), bo.get(), dm, dY.get()), "affine out");
   check(cudaDeviceSynchronize(), "layer_forward (sync)");
 

@@ -3,16 +3,39 @@
 // X (T, d_model) -> Y (T, d_model), y_t = W_o o_t + b_o) run on the CUDA kernels in fp32.
 // Implemented in gpu/ (compiled only with CUDA); the CLI calls it under VLA_HAVE_CUDA.
 #include "core/layers/mixer_layer.hpp"
+#include "core/rules/gpu_kernel.hpp"
 #include "core/rules/registry.hpp"
 
+#include <string>
+#include <string_view>
+
 namespace vla::gpu {
+
+// Which kernel runs the recurrence (`--recurrent-form`): the fused recurrent kernel
+// (gpu/recurrent_forward.hpp, every GPU mixer, with the per-step trace) or the chunkwise-parallel VLA
+// forward (gpu/chunked_vla_forward.hpp: the `vla` preset at the head widths kChunkedVlaHeads, no trace).
+// Auto takes the chunked form where it serves the request and T >= kChunkedLayerMinT, the fused one
+// elsewhere.
+enum class RecurrentForm { Auto, Fused, Chunked };
+inline constexpr std::string_view kRecurrentFormNames = "auto, fused, chunked";
+// From T = 1024 on, one sequence of one head ran faster chunked (fused / chunked 1.25, 1.44, 1.49 at
+// T = 1024, 4096, 16384 on an H100, docs/chunkwise-vla.md); shorter ones were not measured.
+inline constexpr int kChunkedLayerMinT = 1024;
+// The form named `name` (one of kRecurrentFormNames); throws std::invalid_argument naming --recurrent-form.
+RecurrentForm recurrent_form(const std::string& name);
+std::string_view form_name(RecurrentForm f);
+// The form a layer of kernel k at head width d over T tokens runs with, Auto resolved; `trace`: a per-step
+// trace is asked for. Throws std::invalid_argument naming --recurrent-form where Chunked cannot serve it.
+RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace);
 
 // Runs one single-head layer of mixer cfg.mixer over X on the current CUDA device.
 // w holds the layer's weights in fp32 (shapes as MixerWeights documents, heads = 1).
 // If trace is non-null it receives one StepStats per step (S_fro, A_fro, delta where the rule has them).
+// `form` picks the recurrence's kernel (resolve_form); if ran is non-null it receives the one that ran.
 // Throws std::runtime_error (with the CUDA error string) on any CUDA failure, std::invalid_argument
-// for a mixer or shape the GPU path does not support.
+// for a mixer, shape or form the GPU path does not support.
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
-                         const Mat<float>& X, std::vector<StepStats>* trace);
+                         const Mat<float>& X, std::vector<StepStats>* trace, RecurrentForm form = RecurrentForm::Auto,
+                         RecurrentForm* ran = nullptr);
 
 }  // namespace vla::gpu

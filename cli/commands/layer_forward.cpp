@@ -32,6 +32,8 @@ struct Args {
   std::string output;
   std::string trace;
   std::string device = "cpu";
+  std::string form = "auto";  // --recurrent-form, cuda only (gpu/layer_forward.hpp)
+  std::string ran;            // the form that ran, for the closing line
 };
 
 // DIR/name.npy as a named array; absent: nullopt, or for a required array read_npy's error naming the file.
@@ -43,7 +45,7 @@ std::optional<vla::NamedArray> load_array(const fs::path& dir, const std::string
   return vla::NamedArray{std::move(a.data), a.ndim, p.string()};
 }
 
-vla::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]] const vla::LayerShape& shape,
+vla::LayerForwardResult run_gpu([[maybe_unused]] Args& a, [[maybe_unused]] const vla::LayerShape& shape,
                                 [[maybe_unused]] const vla::MixerWeights<double>& w,
                                 [[maybe_unused]] const Mat<double>& X) {
 #ifdef VLA_LAYER_FORWARD_GPU
@@ -51,7 +53,11 @@ vla::LayerForwardResult run_gpu([[maybe_unused]] const Args& a, [[maybe_unused]]
   // (a kernel cannot stop at the first non-finite step; the first row it reaches is the step reported).
   vla::check_input_range<float>(X, "float (the CUDA path)");
   std::vector<vla::StepStats> trace;
-  const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X), &trace);
+  vla::gpu::RecurrentForm ran{};
+  const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X),
+                                               a.trace.empty() ? nullptr : &trace, vla::gpu::recurrent_form(a.form), &ran);
+  a.ran = vla::gpu::form_name(ran);
+  if (a.trace.empty()) trace.assign(std::size_t(Y.rows()), vla::StepStats{});  // not written: no --trace
   for (Eigen::Index t = 0; t < Y.rows(); ++t)
     if (!vla::all_finite(Y.row(t))) throw vla::NonFiniteError(int(t) + 1, 0, -1, "y_t", "float (the CUDA path)");
   return {vla::cast_matrix<double>(Y), std::move(trace)};
@@ -68,6 +74,8 @@ void run(Args& a) {
   auto& c = a.cfg;
   if (a.device != "cpu" && a.device != "cuda")
     throw std::invalid_argument(fmt::format("--device: unknown device '{}' (allowed: cpu, cuda)", a.device));
+  if (a.device == "cpu" && a.form != "auto")
+    throw std::invalid_argument(fmt::format("--recurrent-form: '{}' picks a CUDA kernel; it needs --device cuda", a.form));
   // Validate the names and numbers before touching any file (each throws naming its parameter).
   vla::with_precision(a.precision, [](auto) {});
   // with_rule accepts exactly the names of kMixerNames ("a, b, c"); check against that list.
@@ -124,8 +132,9 @@ void run(Args& a) {
     if (trace_committed) fs::remove(a.trace, ec);  // Y could not be committed: take the trace back too
     throw;
   }
-  fmt::print("layer-forward: mixer {}, precision {}, device {}, T = {}, d_model = {}, d_head = {}: wrote {}{}\n", c.mixer,
-             a.precision, a.device, T, d_model, d_head, a.output, a.trace.empty() ? "" : " and " + a.trace);
+  fmt::print("layer-forward: mixer {}, precision {}, device {}{}, T = {}, d_model = {}, d_head = {}: wrote {}{}\n", c.mixer,
+             a.precision, a.device, a.ran.empty() ? "" : " (" + a.ran + " recurrence)", T, d_model, d_head, a.output,
+             a.trace.empty() ? "" : " and " + a.trace);
 }
 
 const vla::cli::RegisterCommand reg{
@@ -146,6 +155,10 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--trace", a->trace, "optional CSV: t,S_fro,A_fro,delta,e_norm after each step (NaN = n/a)");
       vla::cli::add_mixer_options(app, c);
       app.add_option("--device", a->device, "cpu | cuda (fp32 GPU kernels)")->capture_default_str();
+      app.add_option("--recurrent-form", a->form,
+                     "cuda: auto | fused | chunked (the chunkwise-parallel VLA forward: the `vla` mixer, no --trace; auto takes "
+                     "it where it serves the request and was measured faster: gpu/layer_forward.hpp)")
+          ->capture_default_str();
       app.final_callback([a] { run(*a); });
     }};
 

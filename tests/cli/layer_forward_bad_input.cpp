@@ -89,6 +89,7 @@ TEST_CASE("layer-forward: --lambda0 0, --eps 0, bad options", "[cli]") {
   c.expect_failure(c.good() + " --rank 0", "--rank");
   c.expect_failure(c.good() + " --delta-policy sometimes", "--delta-policy");
   c.expect_failure(c.good() + " --device tpu", "--device");
+  c.expect_failure(c.good() + " --recurrent-form chunked", "--recurrent-form");  // a CUDA kernel's choice on the CPU
 }
 
 TEST_CASE("layer-forward: unknown --mixer and --precision", "[cli]") {

@@ -148,6 +148,9 @@ TEST_CASE("chunked VLA forward rejects what it does not implement instead of lau
   vla::gpu::RecurrentTensors empty = x;
   empty.T = 0;
   CHECK(vla::gpu::chunked_vla_forward(empty, p) == cudaErrorInvalidValue);
+  vla::gpu::RecurrentParams no_knorm = p;  // vla-no-knorm: the kernels normalise k, so they must refuse
+  no_knorm.normalise_key = false;
+  CHECK(vla::gpu::chunked_vla_forward(x, no_knorm) == cudaErrorInvalidValue);
   vla::gpu::check(cudaDeviceSynchronize(), "sync");
   for (float e : o.download()) CHECK(std::isnan(e));
 }

@@ -32,7 +32,8 @@ vla::MixerWeights<float> weights(const vla::LayerShape& s, vla::Needs needs, boo
 
 double rel(const Mat<double>& a, const Mat<double>& b) { return (a - b).norm() / b.norm(); }
 
-void check_layer(const std::string& mixer, int d, int T, bool biases) {
+void check_layer(const std::string& mixer, int d, int T, bool biases,
+                 vla::gpu::RecurrentForm form = vla::gpu::RecurrentForm::Fused, bool with_trace = true) {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU layer test is skipped"); return; }
   vla::MixerConfig cfg;
   cfg.mixer = mixer;
@@ -46,7 +47,14 @@ void check_layer(const std::string& mixer, int d, int T, bool biases) {
     for (long i = 0; i < X.size(); ++i) X.data()[i] = n(gen);
 
     std::vector<vla::StepStats> gtrace;
-    const Mat<double> Yg = vla::cast_matrix<double>(vla::gpu::layer_forward(cfg, shape, w, X, &gtrace));
+    vla::gpu::RecurrentForm ran{};
+    const Mat<double> Yg =
+        vla::cast_matrix<double>(vla::gpu::layer_forward(cfg, shape, w, X, with_trace ? &gtrace : nullptr, form, &ran));
+    // Auto must take the chunked form exactly where it serves the request from kChunkedLayerMinT on.
+    const bool chunked = form == vla::gpu::RecurrentForm::Chunked ||
+                         (form == vla::gpu::RecurrentForm::Auto && mixer == "vla" && d == 32 && !with_trace &&
+                          T >= vla::gpu::kChunkedLayerMinT);
+    CHECK(ran == (chunked ? vla::gpu::RecurrentForm::Chunked : vla::gpu::RecurrentForm::Fused));
     const vla::MixerLayer<Rule> layer(shape, rule, w.template cast<double>());
     vla::LayerTrace ctrace;
     const Mat<double> Yc = layer.forward({vla::cast_matrix<double>(X)}, &ctrace)[0];
@@ -56,8 +64,10 @@ void check_layer(const std::string& mixer, int d, int T, bool biases) {
     const double tol = (double(T) * d + 4.0 * d) * std::ldexp(1.0, -24);
     REQUIRE(Yg.allFinite());  // NaN never passes: the comparison below would be false anyway, said here
     const double e = rel(Yg, Yc);
-    WARN(mixer << " d=" << d << " T=" << T << (biases ? " biases" : " no biases") << ": rel err Y " << e << " (bound " << tol << ")");
+    WARN(mixer << " d=" << d << " T=" << T << (biases ? " biases" : " no biases") << " " << vla::gpu::form_name(ran) << ": rel err Y " << e
+               << " (bound " << tol << ")");
     CHECK(e < tol);
+    if (!with_trace) return;
 
     // The trace: ||S_t||_F (and ||A_t||_F for VLA) step by step, same bound relative to each value.
     REQUIRE(gtrace.size() == std::size_t(T));
@@ -78,6 +88,18 @@ TEST_CASE("GPU layer-forward equals the CPU MixerLayer in double within the fp32
       for (bool biases : {false, true}) check_layer(mixer, d, d >= 96 ? 40 : 75, biases);
 }
 
+TEST_CASE("GPU layer-forward through the chunked VLA forward equals the CPU MixerLayer in double", "[gpu]") {
+  // A failure: the chunked form is wired to the layer wrongly (layout, u, parameters), or auto picks the
+  // wrong kernel (checked inside: chunked for vla at d = 32 from kChunkedLayerMinT on without a trace).
+  using vla::gpu::RecurrentForm;
+  const int T = vla::gpu::kChunkedLayerMinT + 37;
+  check_layer("vla", 32, 75, true, RecurrentForm::Chunked, false);
+  check_layer("vla", 32, T, true, RecurrentForm::Auto, false);  // auto: chunked
+  check_layer("vla", 32, T, false, RecurrentForm::Auto, true);  // a trace: fused
+  check_layer("vla", 64, T, false, RecurrentForm::Auto, false); // no chunked kernel at d = 64: fused
+  check_layer("linear", 32, T, false, RecurrentForm::Auto, false);
+}
+
 TEST_CASE("GPU layer-forward rejects what its kernels do not implement, naming the option", "[layer-forward]") {
   // Not tagged [gpu]: the checks come before any CUDA call, so CI runs it without a device.
   const vla::LayerShape shape{32, 32, 1, 1};
@@ -90,4 +112,19 @@ TEST_CASE("GPU layer-forward rejects what its kernels do not implement, naming t
   const vla::LayerShape odd{24, 24, 1, 1};
   CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, odd, vla::random_weights<float>(odd, vla::Needs{}, 1), Mat<float>::Zero(4, 24), nullptr),
                     Catch::Contains("--d-head"));
+  // The chunked form where it cannot serve: another mixer, another width, a trace, vla-no-knorm.
+  using vla::gpu::RecurrentForm;
+  std::vector<vla::StepStats> trace;
+  CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, shape, w, X, nullptr, RecurrentForm::Chunked), Catch::Contains("--recurrent-form"));
+  cfg.mixer = "vla";
+  const auto wv = vla::random_weights<float>(shape, vla::Needs{.penalty = true}, 1);
+  CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, shape, wv, X, &trace, RecurrentForm::Chunked), Catch::Contains("--trace"));
+  const vla::LayerShape wide{64, 64, 1, 1};
+  CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, wide, vla::random_weights<float>(wide, vla::Needs{.penalty = true}, 1),
+                                            Mat<float>::Zero(4, 64), nullptr, RecurrentForm::Chunked),
+                    Catch::Contains("d_head"));
+  cfg = vla::MixerConfig{};
+  cfg.mixer = "vla-no-knorm";
+  CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, shape, wv, X, nullptr, RecurrentForm::Chunked), Catch::Contains("`vla` mixer"));
+  CHECK_THROWS_WITH(vla::gpu::recurrent_form("flash"), Catch::Contains("--recurrent-form") && Catch::Contains("auto, fused, chunked"));
 }
