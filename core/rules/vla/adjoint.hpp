@@ -37,6 +37,24 @@ template <class P> struct Adjoint<VlaRule<P>> : NormalisedAdjoint<typename P::co
       throw std::invalid_argument("penalty_source: the VLA backward differentiates u = unit(W_u k_raw) / sqrt(d_h) only");
   }
 
+  // The carried adjoints between two steps: dL/dS_t, dL/dz_t, dL/dA_t after step t + 1's adjoint (zero
+  // after the last token). The group-parallel backward (chunked_adjoint.hpp) reads them after walking a
+  // group and sets them before walking one from chosen values; step() is the same either way.
+  struct Carry {
+    Mat<T> dS;  // (d_h, d_h)
+    Vec<T> dz;  // (d_h)
+    Mat<T> dA;  // (d_h, d_h); only its symmetric part reaches any gradient
+  };
+  Carry carry() const { return Carry{this->dS, this->dz, dA}; }
+  void set_carry(const Carry& c) {
+    if (c.dS.rows() != dA.rows() || c.dS.cols() != dA.cols() || c.dz.size() != dA.rows() || c.dA.rows() != dA.rows() ||
+        c.dA.cols() != dA.cols())
+      throw std::invalid_argument(fmt::format("carry: expected dS, dA ({0}, {0}) and dz ({0})", dA.rows()));
+    this->dS = c.dS;
+    this->dz = c.dz;
+    dA = c.dA;
+  }
+
   // Speed: the (d_h, d_h) carries dS, dA are updated IN PLACE (dS_t -> dS_{t-1}, dA_t -> dA_{t-1})
   // and sym is a preallocated workspace, so no (d_h, d_h) matrix is allocated or copied per step.
   // Every in-place update computes the same elementwise expression as the out-of-place form

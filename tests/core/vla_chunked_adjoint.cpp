@@ -1,0 +1,210 @@
+// The group-parallel backward of one VLA head (core/rules/vla/chunked_adjoint.hpp, docs/chunkwise-vla.md
+// "The backward across groups") against the sequential reverse pass it must reproduce (core/model/head.hpp
+// head_backward, core/rules/vla/adjoint.hpp): equal in mp50 for every group length, refresh period and
+// guard policy; in float both are measured against mp50.
+#include "analysis/chunked_exactness.hpp"
+#include "analysis/head_stream.hpp"
+#include "core/model/head.hpp"
+#include "core/rules/vla/chunked_adjoint.hpp"
+#include "core/rules/vla/rule.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace vla;
+using namespace vla::analysis;
+
+namespace {
+
+template <class T> HeadSequence<T> head_sequence(const HeadStream& s) {
+  auto rows = [](const Mat<double>& m) { return cast_matrix<T>(Mat<double>(m.transpose())); };
+  HeadSequence<T> x;
+  x.q = rows(s.q);
+  x.k = rows(s.k);
+  x.v = rows(s.v);
+  x.u = rows(s.u);
+  return x;
+}
+
+// dL/do_t, (T, d) rows N(0, 1) from seed.
+Mat<double> random_dO(int T, int d, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> n(0.0, 1.0);
+  Mat<double> dO(T, d);
+  for (auto& e : dO.reshaped()) e = n(gen);
+  return dO;
+}
+
+// One head's forward in precision T and its sequential backward: what the group form is held to.
+template <class T> struct Sequential {
+  VlaRule<Precision<T>> rule;
+  HeadSequence<T> x;
+  Mat<T> dO;
+  model::HeadTape<VlaRule<Precision<T>>> tape;
+  HeadGrads<T> grad{0, 0};
+};
+
+template <class T> Sequential<T> sequential(const VlaOptions& opt, const HeadStream& s, const Mat<double>& dO) {
+  Sequential<T> r{VlaRule<Precision<T>>(opt), head_sequence<T>(s), cast_matrix<T>(dO), {}, HeadGrads<T>(0, 0)};
+  Mat<T> O;
+  model::head_forward(r.rule, r.x, O, r.tape);
+  r.grad = model::head_backward(r.rule, r.x, r.tape, r.dO);
+  return r;
+}
+
+template <class T> HeadGrads<T> grouped(const Sequential<T>& s, int group_tokens, GroupBackwardStats* stats = nullptr) {
+  return group_parallel_head_backward(s.rule, s.x, s.tape, s.dO, group_tokens, stats);
+}
+
+// ||got - ref||_F / ||ref||_F of one gradient, in mp50.
+template <class T> double rel(const Mat<T>& got, const Mat<mp50>& ref) {
+  return to_double(mp50((cast_matrix<mp50>(got) - ref).norm() / ref.norm()));
+}
+
+template <class T> HeadGrads<mp50> cast_grads(const HeadGrads<T>& g) {
+  HeadGrads<mp50> r(0, 0);
+  r.dq = cast_matrix<mp50>(g.dq);
+  r.dk = cast_matrix<mp50>(g.dk);
+  r.dv = cast_matrix<mp50>(g.dv);
+  r.du = cast_matrix<mp50>(g.du);
+  return r;
+}
+
+// The worst of the four gradients' relative differences.
+template <class T> double worst_rel(const HeadGrads<T>& got, const HeadGrads<mp50>& ref) {
+  return std::max({rel(got.dq, ref.dq), rel(got.dk, ref.dk), rel(got.dv, ref.dv), rel(got.du, ref.du)});
+}
+
+}  // namespace
+
+TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50, every group length and refresh period",
+          "[chunked][vla][adjoint]") {
+  // If this fails, the group form is not the sequential reverse pass: R_g multiplies in the wrong token
+  // order (C1), the congruence Phi_g^T Sigma Phi_g is not the Sherman-Morrison step's adjoint on the
+  // symmetric part of dA (C2), dA^0 was walked from a dS other than the true one (B2), or a group is walked
+  // from the wrong carry (B3). T = 37 is prime and 150 no multiple of 8 or 20 (a short last group); periods
+  // 20 and 7 put refreshes inside groups and on their boundaries; group 1 is a chain step per token.
+  const int d = 6;
+  double worst = 0;
+  int runs = 0;
+  for (int T : {37, 150}) {
+    const HeadStream s = chunk_test_stream(d, T, 5 + T);
+    const Mat<double> dO = random_dO(T, d, 11 + T);
+    for (int period : {20, 7, 0})
+      for (bool normalise_key : {true, false}) {
+        if (!normalise_key && T != 37) continue;  // the key's normalisation is outside the chains: one length suffices
+        VlaOptions opt;
+        opt.normalise_key = normalise_key;
+        opt.penalty.refresh_period = period;
+        opt.penalty.refresh_eta = 0.05;  // large enough that a refresh put in the wrong place shows
+        const auto seq = sequential<mp50>(opt, s, dO);
+        for (int group : {1, 3, 8, 20, T, T + 5}) {
+          GroupBackwardStats stats;
+          const auto g = grouped(seq, group, &stats);
+          INFO("T " << T << ", refresh period " << period << ", normalise_key " << normalise_key << ", group " << group);
+          CHECK(stats.groups == (T + group - 1) / group);
+          CHECK(stats.clamped_tokens == 0);  // delta >= 1 > eps: the congruence path throughout
+          // mp50 carries ~166 bits: the two orders of the products differ by a few thousand roundings of ~1e-50.
+          CHECK(rel(g.dq, seq.grad.dq) <= 1e-40);
+          CHECK(rel(g.dk, seq.grad.dk) <= 1e-40);
+          CHECK(rel(g.dv, seq.grad.dv) <= 1e-40);
+          CHECK(rel(g.du, seq.grad.du) <= 1e-40);
+          worst = std::max(worst, worst_rel(g, seq.grad));
+          ++runs;
+        }
+      }
+  }
+  WARN("group-parallel vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
+}
+
+TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50 where the delta guard fires, both policies",
+          "[chunked][vla][adjoint]") {
+  // delta_t = 1 + u^T A_{t-1} u lies in [1, 1 + ||A||_2 / d] with ||A||_2 <= 1 / lambda0 = 10 early on, so
+  // eps = 2 at d = 6 makes the guard fire on the first tokens and not on the later ones. If this fails, a
+  // clamped token's map of the symmetric cotangent (no d delta term, divided by eps) was folded into a
+  // congruence, or a skipped token's F_t is not the identity.
+  const int d = 6, T = 37;
+  const HeadStream s = chunk_test_stream(d, T, 8);
+  const Mat<double> dO = random_dO(T, d, 19);
+  double worst = 0;
+  for (auto policy : {DeltaPolicy::Clamp, DeltaPolicy::SkipAddEps}) {
+    VlaOptions opt;
+    opt.penalty.eps = 2.0;
+    opt.penalty.policy = policy;
+    const bool clamp = policy == DeltaPolicy::Clamp;
+    const auto seq = sequential<mp50>(opt, s, dO);
+    for (int group : {1, 3, 8, T}) {
+      GroupBackwardStats stats;
+      const auto g = grouped(seq, group, &stats);
+      const int fired = clamp ? stats.clamped_tokens : stats.skipped_tokens;
+      INFO((clamp ? "clamp" : "skip") << ", group " << group << ": the guard fired on " << fired << " of " << T
+                                      << " tokens; " << stats.clamped_groups << " groups chained token by token");
+      CHECK(fired > 0);
+      CHECK(fired < T);
+      CHECK((clamp ? stats.skipped_tokens : stats.clamped_tokens) == 0);
+      if (clamp && group <= 3) CHECK(stats.clamped_groups > 0);  // the token-by-token chain step was exercised
+      CHECK(worst_rel(g, seq.grad) <= 1e-40);
+      worst = std::max(worst, worst_rel(g, seq.grad));
+      if (group == 1) WARN((clamp ? "clamp" : "skip") << " (eps = 2): the guard fired on " << fired << " of " << T << " tokens");
+    }
+  }
+  WARN("group-parallel vs sequential backward, mp50, guard firing: max relative difference " << worst);
+}
+
+TEST_CASE("group-parallel VLA backward in float rounds like the sequential float backward on the random protocol",
+          "[chunked][vla][adjoint]") {
+  // The random protocol (d = 16, T = 1000, the paper's lambda0, eps, refresh every 20 tokens), dO ~ N(0, 1);
+  // each float backward reads its own float forward's tape, and both are measured against the mp50 sequential
+  // backward. The group form adds two chains of d x d products per group (dS_b R_g, Phi_g^T Sigma_b Phi_g)
+  // to the sequential pass's rounding. If this fails, those products lose accuracy that the sequential
+  // pass keeps (R_g or Phi_g grow over 320 or 640 tokens), and a float GPU backward of this form would need
+  // shorter groups or a chain in higher precision.
+  const int d = 16, T = 1000;
+  const HeadStream s = random_head_stream(d, T, 42);
+  const Mat<double> dO = random_dO(T, d, 7);
+  const VlaOptions opt;
+  const auto ref = sequential<mp50>(opt, s, dO);
+  const auto f = sequential<float>(opt, s, dO);
+  const double e_seq = worst_rel(f.grad, ref.grad);
+  auto each = [&](const HeadGrads<float>& g) {
+    return fmt::format("dq {:.3g}, dk {:.3g}, dv {:.3g}, du {:.3g}", rel(g.dq, ref.grad.dq), rel(g.dk, ref.grad.dk),
+                       rel(g.dv, ref.grad.dv), rel(g.du, ref.grad.du));
+  };
+  WARN("float vs mp50, sequential: " << each(f.grad));
+  for (int group : {320, 640}) {
+    const auto g = grouped(f, group);
+    const double e_group = worst_rel(g, ref.grad);
+    WARN("float vs mp50, group-parallel (" << group << " tokens): " << each(g) << "; worst " << e_group << " vs sequential " << e_seq
+         << "; the two float backwards differ by " << worst_rel(g, cast_grads(f.grad)));
+    CHECK(e_group <= 2 * e_seq);
+  }
+}
+
+TEST_CASE("group-parallel VLA backward refuses what it does not cover, naming the option", "[chunked][vla][adjoint]") {
+  const HeadStream s = chunk_test_stream(3, 5, 1);
+  const Mat<double> dO = random_dO(5, 3, 2);
+  const auto ok = sequential<double>(VlaOptions{}, s, dO);
+  CHECK_THROWS_WITH(grouped(ok, 0), Catch::Contains("group_tokens") && Catch::Contains(">= 1"));
+  auto refused = [&](const VlaOptions& opt, const std::string& name) {
+    CHECK_THROWS_WITH(group_parallel_head_backward(VlaRule<Precision<double>>(opt), ok.x, ok.tape, ok.dO, 2), Catch::Contains(name));
+  };
+  refused(VlaOptions::preset("vla-rls"), "gain");
+  refused(VlaOptions::preset("vla-v2"), "gain");
+  refused(VlaOptions::preset("vla-fixed-a"), "fixed_A");
+  VlaOptions key;
+  key.penalty_source = PenaltySource::Key;
+  refused(key, "penalty_source");
+  VlaOptions r2;
+  r2.penalty.rank = 2;
+  refused(r2, "rank");
+  VlaOptions renorm;
+  renorm.memory.renormalise = true;
+  renorm.memory.renorm_threshold = 1.0;
+  refused(renorm, "renormalise_S");
+}
