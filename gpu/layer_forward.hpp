@@ -18,9 +18,10 @@ namespace vla::gpu {
 // elsewhere.
 enum class RecurrentForm { Auto, Fused, Chunked };
 inline constexpr std::string_view kRecurrentFormNames = "auto, fused, chunked";
-// From T = 1024 on, one sequence of one head ran faster chunked (fused / chunked 1.25, 1.44, 1.49 at
-// T = 1024, 4096, 16384 on an H100, docs/chunkwise-vla.md); shorter ones were not measured.
-inline constexpr int kChunkedLayerMinT = 1024;
+// One sequence of one head (d = 32) ran faster chunked from T = 512 on: fused / chunked 0.67, 0.95, 1.17,
+// 1.30, 1.37, 1.46 at T = 128, 256, 512, 1024, 2048, 4096 on an H100 (`vla bench attention --batch 1
+// --heads 1 --d-head 32`, docs/chunkwise-vla.md).
+inline constexpr int kChunkedLayerMinT = 512;
 // The form named `name` (one of kRecurrentFormNames); throws std::invalid_argument naming --recurrent-form.
 RecurrentForm recurrent_form(const std::string& name);
 std::string_view form_name(RecurrentForm f);
