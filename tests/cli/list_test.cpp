@@ -14,7 +14,7 @@ TEST_CASE("vla list mixers names every registered mixer, vla list precisions eve
   const auto m = run_command(kVla + " list mixers");
   INFO(m.output);
   REQUIRE(m.exit_code == 0);
-  for (const auto name : Rules::kNames) CHECK(m.output.find("\n" + std::string(name) + " ") != std::string::npos);
+  for (const auto name : Rules::kNames) CHECK(m.output.find(fmt::format("\n{} ", name)) != std::string::npos);
   CHECK(m.output.find(fmt::format("{} mixers", Rules::kCount)) != std::string::npos);
   const auto p = run_command(kVla + " list precisions");
   REQUIRE(p.exit_code == 0);
