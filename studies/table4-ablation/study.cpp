@@ -65,6 +65,7 @@ Study table4_ablation() {
              {"linear 16", 0.091, "Table 4, line 328"},
              {"linear 48", 0.043, "Table 4, line 328"}};
   s.plan = plan_of(all_grids);
+  s.after = {"recipe-sensitivity"};  // its best recipe for VLA sets the second grid
   s.summarise = [](StudyContext& ctx, Section& sec) {
     sec.question = "Is the Sherman-Morrison update necessary (fixed A falls to linear attention's 0.091), is key normalisation necessary "
                    "(NaN losses at d_h >= 96 without it), and is VLA's matrix gate better than DeltaNet's scalar one (0.990 vs 0.009)?";
