@@ -643,6 +643,9 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
   if (chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0 || x.d != D) return cudaErrorInvalidValue;
   if (!p.normalise_key) return cudaErrorInvalidValue;  // every kernel here reads k_hat = unit(phi(k)) (line 9)
+  // delta_t = 1 + u^T A u > 1 while A is SPD: the clamp of line 13 cannot fire for eps <= 1, which the
+  // chunk form assumes (its pivots are the unclamped delta_t); above 1 it could, and the fused kernel's.
+  if (!(p.eps <= 1.f)) return cudaErrorInvalidValue;
   Plan pl{};
   pl.T = x.T;
   pl.C = chunked_vla_chunk(chunk, p);

@@ -40,7 +40,8 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 // 33 KB per (sequence, group) + B H T d 4 bytes, freed on the stream). Returns the first launch or
 // allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside kChunkedVlaHeads, a chunk
 // outside 0..kChunkedVlaMaxChunk, a negative group, a missing q, k, v, u or o, a non-positive B, H or T, or
-// p.normalise_key false (vla-no-knorm: the fused kernel's).
+// p.normalise_key false (vla-no-knorm: the fused kernel's), or p.eps above 1 (where line 13's clamp could fire
+// on finite inputs, which the chunk form does not reproduce).
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr);
 

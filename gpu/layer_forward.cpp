@@ -45,8 +45,9 @@ std::string_view form_name(RecurrentForm f) {
 RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace) {
   if (f == RecurrentForm::Fused) return f;
   // What the chunked forward covers (its header): VLA's kernel with k_hat normalised (the `vla` preset),
-  // its head widths, and no per-step trace (it keeps no per-token S or A).
+  // eps <= 1 (the clamp never fires), its head widths, and no per-step trace (it keeps no per-token S or A).
   const bool vla = k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key;
+  const bool unclamped = k.params.eps <= 1.f;
   const bool width = std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) != std::end(kChunkedVlaHeads);
   if (f == RecurrentForm::Chunked) {
     if (!vla) throw std::invalid_argument("--recurrent-form: chunked runs the `vla` mixer only (allowed here: auto, fused)");
@@ -54,9 +55,12 @@ RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bo
       throw std::invalid_argument(fmt::format("--recurrent-form: chunked runs d_head {} only, got {} (allowed here: auto, fused)",
                                               fmt::join(kChunkedVlaHeads, ", "), d));
     if (trace) throw std::invalid_argument("--recurrent-form: chunked keeps no per-step trace; leave out --trace or use fused");
+    if (!unclamped)
+      throw std::invalid_argument(fmt::format("--recurrent-form: chunked needs --eps <= 1 (got {}: the delta clamp could fire); use fused",
+                                              k.params.eps));
     return f;
   }
-  return vla && width && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;
+  return vla && unclamped && width && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;
 }
 
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,

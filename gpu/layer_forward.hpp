@@ -13,7 +13,8 @@ namespace vla::gpu {
 
 // Which kernel runs the recurrence (`--recurrent-form`): the fused recurrent kernel
 // (gpu/recurrent_forward.hpp, every GPU mixer, with the per-step trace) or the chunkwise-parallel VLA
-// forward (gpu/chunked_vla_forward.hpp: the `vla` preset at the head widths kChunkedVlaHeads, no trace).
+// forward (gpu/chunked_vla_forward.hpp: the `vla` preset with eps <= 1 at the head widths kChunkedVlaHeads,
+// no trace).
 // Auto takes the chunked form where it serves the request and T >= kChunkedLayerMinT, the fused one
 // elsewhere.
 enum class RecurrentForm { Auto, Fused, Chunked };

@@ -151,6 +151,9 @@ TEST_CASE("chunked VLA forward rejects what it does not implement instead of lau
   vla::gpu::RecurrentParams no_knorm = p;  // vla-no-knorm: the kernels normalise k, so they must refuse
   no_knorm.normalise_key = false;
   CHECK(vla::gpu::chunked_vla_forward(x, no_knorm) == cudaErrorInvalidValue);
+  vla::gpu::RecurrentParams big_eps = p;  // eps > 1: line 13's clamp could fire, which the chunk form does not do
+  big_eps.eps = 2.f;
+  CHECK(vla::gpu::chunked_vla_forward(x, big_eps) == cudaErrorInvalidValue);
   vla::gpu::check(cudaDeviceSynchronize(), "sync");
   for (float e : o.download()) CHECK(std::isnan(e));
 }

@@ -123,6 +123,8 @@ TEST_CASE("GPU layer-forward rejects what its kernels do not implement, naming t
   CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, wide, vla::random_weights<float>(wide, vla::Needs{.penalty = true}, 1),
                                             Mat<float>::Zero(4, 64), nullptr, RecurrentForm::Chunked),
                     Catch::Contains("d_head"));
+  cfg.penalty.eps = 2.0;  // the clamp could fire: the fused kernel's, never the chunked form's
+  CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, shape, wv, X, nullptr, RecurrentForm::Chunked), Catch::Contains("--eps"));
   cfg = vla::MixerConfig{};
   cfg.mixer = "vla-no-knorm";
   CHECK_THROWS_WITH(vla::gpu::layer_forward(cfg, shape, wv, X, nullptr, RecurrentForm::Chunked), Catch::Contains("`vla` mixer"));
