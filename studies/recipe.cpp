@@ -142,6 +142,10 @@ double mean_of(const std::vector<double>& x) {
   return n ? s / n : kNaN;
 }
 
+int Cell::escapes() const {
+  return int(std::count_if(acc.begin(), acc.end(), [](double a) { return std::isfinite(a) && a > kEscape; }));
+}
+
 Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& seeds) {
   Cell c;
   double sum = 0;

@@ -79,6 +79,7 @@ struct Cell {
   int diverged = 0;
   int missing = 0;               // runs not made (skipped: no kernel on the device and no fallback)
   bool not_run() const { return !acc.empty() && missing == int(acc.size()); }
+  int escapes() const;           // seeds that left the plateau (finite eval > kEscape)
   std::string mean_sd() const;  // "0.172 ± 0.003" (n/a when nothing finished)
 };
 Cell cell(const StudyContext& ctx, Mqar r, const std::vector<std::uint64_t>& seeds);

@@ -45,11 +45,7 @@ std::vector<MqarGrid> grids(const StudyOptions& o) {
   return g;
 }
 
-double escaped(const recipe::Cell& c) {
-  int k = 0;
-  for (double a : c.acc) k += std::isfinite(a) && a > kEscape;
-  return c.acc.empty() ? kNaN : double(k) / double(c.acc.size());
-}
+double escaped(const recipe::Cell& c) { return c.acc.empty() ? kNaN : double(c.escapes()) / double(c.acc.size()); }
 
 double median(std::vector<double> x) {
   x.erase(std::remove_if(x.begin(), x.end(), [](double v) { return !std::isfinite(v); }), x.end());

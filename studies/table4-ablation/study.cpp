@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -124,13 +123,10 @@ Study table4_ablation() {
                  fmt::format("d_h = 32 at VLA's best recipe ({}): eval exact match, mean ± sd over seeds; seeds leaving the plateau (eval > {}).",
                              rlabel, recipe::kEscape),
                  {"variant", "n = 8", "n = 16", "left the plateau (n = 8, n = 16)"}, {}};
-    const auto escaped = [](const recipe::Cell& c) {
-      return int(std::count_if(c.acc.begin(), c.acc.end(), [](double a) { return std::isfinite(a) && a > recipe::kEscape; }));
-    };
     for (const auto& m : eg.mixers) {
       const auto& c = ecells.at(m);
       te.rows.push_back({paper_name(m), c[0].mean_sd(), c[1].mean_sd(),
-                         fmt::format("{} of {}, {} of {}", escaped(c[0]), c[0].acc.size(), escaped(c[1]), c[1].acc.size())});
+                         fmt::format("{} of {}, {} of {}", c[0].escapes(), c[0].acc.size(), c[1].escapes(), c[1].acc.size())});
     }
     sec.tables.push_back(te);
     for (std::size_t i = 0; i < eg.ns.size(); ++i) {
