@@ -22,7 +22,9 @@
 
 #include "core/phi.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace vla::gpu {
 namespace {
@@ -111,6 +113,7 @@ struct Plan {
   float* s0;      // (seqs, groups, D, D)    S before the group
   float* ahat;    // (seqs, T, D)            alpha_hat_t
   float* khat;    // (seqs, T, D)            k_hat_t (line 9), written by alphas for the memory maps
+  float* checkpoints;  // x.checkpoints or null: the backward's checkpoint of every group start
   __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
@@ -600,6 +603,17 @@ __global__ void __launch_bounds__(kChainThreads) memory_chain_kernel(Plan pl) {
   }
 }
 
+// 7. checkpoints (with x.checkpoints): the state before group g, (S, A, z), into the backward's checkpoint
+// slot of token g * group_tokens (gpu/recurrent_forward.hpp's layout: S, A row-major, then z).
+__global__ void __launch_bounds__(kChainThreads) checkpoints_kernel(Plan pl) {
+  const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, e = threadIdx.x;
+  float* slot = pl.checkpoints + backward_checkpoint_offset(seq, pl.T, D, g * (pl.group_tokens / kBackwardChunk));
+  const long long at = pl.slot(seq, g);
+  slot[e] = pl.s0[at * D * D + e];
+  slot[D * D + e] = pl.a0[at * D * D + e];
+  if (e < D) slot[2 * D * D + e] = pl.z0[at * D + e];
+}
+
 // ---------------------------------------------------------------------------------------------------------
 
 template <class Smem, class Kernel>
@@ -621,6 +635,10 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
   if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream, 2)) != cudaSuccess) return e;
   memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if (pl.checkpoints) {
+    checkpoints_kernel<<<pl.seqs * pl.groups, kChainThreads, 0, stream>>>(pl);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  }
   return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false>, x, pl, stream);
 }
 
@@ -632,11 +650,20 @@ int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
   return c;
 }
 
-int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T) {
+int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
   if (group > 0) return group;
-  const double segment = p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p);
-  const double g = std::round(static_cast<double>(seqs) * T / (segment * kChunkedVlaGroupWarps));
-  return g < 1 ? 1 : g > kChunkedVlaMaxGroup ? kChunkedVlaMaxGroup : static_cast<int>(g);
+  const int segment = p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p);
+  const double g = std::round(static_cast<double>(seqs) * T / (double(segment) * kChunkedVlaGroupWarps));
+  const int n = g < 1 ? 1 : g > kChunkedVlaMaxGroup ? kChunkedVlaMaxGroup : static_cast<int>(g);
+  if (!checkpoints) return n;
+  // The smallest m with m segments a multiple of kBackwardChunk tokens divides kBackwardChunk (32), so
+  // also kChunkedVlaMaxGroup (64): the rounded group stays within the cap.
+  const int m = kBackwardChunk / std::gcd(segment, kBackwardChunk);
+  return std::max(m, (n + m / 2) / m * m);
+}
+
+int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
+  return chunked_vla_group(chunk, group, p, seqs, T, checkpoints) * (p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p));
 }
 
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream) {
@@ -650,7 +677,9 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.T = x.T;
   pl.C = chunked_vla_chunk(chunk, p);
   pl.period = p.refresh_period;
-  pl.group_tokens = chunked_vla_group(chunk, group, p, x.B * x.H, x.T) * (p.refresh_period > 0 ? p.refresh_period : pl.C);
+  pl.group_tokens = chunked_vla_group_tokens(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr);
+  pl.checkpoints = x.checkpoints;
+  if (pl.checkpoints && pl.group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
   pl.groups = (x.T + pl.group_tokens - 1) / pl.group_tokens;
   pl.seqs = x.B * x.H;
   pl.lambda0 = p.lambda0;

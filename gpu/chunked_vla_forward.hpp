@@ -6,7 +6,7 @@
 // Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
 //
 // Tensor layout: as gpu/recurrent_forward.hpp (q, k_raw, v, u_raw (B, H, T, d) in, o (B, H, T, d) out,
-// fp32 row-major on the device); stats, checkpoints and g are not read.
+// fp32 row-major on the device); stats and g are not read, checkpoints only as said below.
 // Covers what the fused kernel covers: the `vla` preset, rank 1, the delta clamp of line 13 (exact while it
 // does not fire: A stays SPD, so delta_t >= 1 > eps), the refresh of line 16 (chunks end on refresh steps,
 // so a chunk holds at most min(C, refresh_period) tokens), no S renormalisation. Every product in fp32.
@@ -33,15 +33,22 @@ inline constexpr int kChunkedVlaMaxGroup = 64;
 int chunked_vla_chunk(int chunk, const RecurrentParams& p);
 
 // Segments per group a launch of `seqs` sequences of T tokens runs with: `group` when positive, else the
-// choice above.
-int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T);
+// choice above; with `checkpoints` (x.checkpoints set, below) that choice rounded to a group of a whole
+// number of kBackwardChunk tokens.
+int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
+// The same group in tokens: what vla_group_backward (gpu/recurrent_backward.hpp) takes after a forward
+// with checkpoints.
+int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 
 // Launches the chunked forward on `stream` (six kernels and a stream-ordered workspace of
-// 33 KB per (sequence, group) + B H T d 4 bytes, freed on the stream). Returns the first launch or
-// allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside kChunkedVlaHeads, a chunk
-// outside 0..kChunkedVlaMaxChunk, a negative group, a missing q, k, v, u or o, a non-positive B, H or T, or
-// p.normalise_key false (vla-no-knorm: the fused kernel's), or p.eps above 1 (where line 13's clamp could fire
-// on finite inputs, which the chunk form does not reproduce).
+// 33 KB per (sequence, group) + B H T d 4 bytes, freed on the stream). With x.checkpoints set, a seventh
+// writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
+// (backward_checkpoint_offset, gpu/recurrent_forward.hpp): what vla_group_backward starts from. Returns the
+// first launch or allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside
+// kChunkedVlaHeads, a chunk outside 0..kChunkedVlaMaxChunk, a negative group, a missing q, k, v, u or o, a
+// non-positive B, H or T, or p.normalise_key false (vla-no-knorm: the fused kernel's), or p.eps above 1
+// (where line 13's clamp could fire on finite inputs, which the chunk form does not reproduce), or
+// x.checkpoints with a group that is not a whole number of kBackwardChunk tokens.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr);
 

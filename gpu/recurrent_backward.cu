@@ -283,6 +283,7 @@ template <int D> struct Slots {
     ck = ws + backward_checkpoint_offset(seq, T, D, 0);
     scratch = ck + (T + CH - 1) / CH * SLOT;
   }
+  __device__ Slots(float* ws, long long seq, int T, float* own_scratch) : Slots(ws, seq, T) { scratch = own_scratch; }
   __device__ float* checkpoint(int c) const { return ck + c * SLOT; }
   __device__ float* step(int i) const { return scratch + i * SLOT; }
 };
@@ -290,16 +291,19 @@ template <int D> struct Slots {
 // The recompute-from-checkpoints schedule (file comment), shared by the three rules.
 //   fwd(t, tok): step t of the forward, st holding the state before it, updated in place to after it;
 //   rev(t, tok): step t of the reverse, st holding the state before step t (it must not change it).
-// Pass 1 saves the state before every CH-th step; pass 2 takes the chunks from the last, re-runs the
-// chunk from its checkpoint saving the state before each step, then runs its reverse steps.
-// given: the forward kernel has written the checkpoints (x.checkpoints), so pass 1 is skipped. Its A is
-// symmetric only up to rounding, and the reverse steps read A x as a column walk (A^T x); so A is
-// replaced by (A + A^T) / 2 at each checkpoint load, once per chunk (d loads per thread), rather than
-// making the forward kernel's update symmetric (a multiply more per element on every step of every
-// forward, also the ones no backward follows). The chunk's own re-run keeps it symmetric from there.
+// Over the chunks [c0, c1) (the whole sequence, or one group of the group-parallel backward): pass 1 saves
+// the state before every CH-th step, from the initial state, or (`from_start`) from the checkpoint of
+// chunk c0, which then must exist; pass 2 takes the chunks from the last, re-runs the chunk from its
+// checkpoint saving the state before each step, then runs its reverse steps.
+// given: every checkpoint of [c0, c1) has been written (by the forward kernel, x.checkpoints, or by an
+// earlier walk), so pass 1 is skipped. A forward kernel's A is symmetric only up to rounding, and the
+// reverse steps read A x as a column walk (A^T x); so A is replaced by (A + A^T) / 2 at each checkpoint
+// load, once per chunk (d loads per thread), rather than making the forward kernel's update symmetric (a
+// multiply more per element on every step of every forward, also the ones no backward follows). The
+// chunk's own re-run keeps it symmetric from there, as pass 1 does (its checkpoints need no symmetrising).
 template <int D, class St, class Read, class Fwd, class Rev>
-__device__ __forceinline__ void two_passes(int T, bool given, const Slots<D>& ws, St& st, const Read& read, Fwd&& fwd,
-                                           Rev&& rev) {
+__device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bool from_start, const Slots<D>& ws, St& st,
+                                           const Read& read, Fwd&& fwd, Rev&& rev) {
   constexpr int CH = kBackwardChunk;
   auto forward = [&](int t0, int t1, bool checkpoints) {
     Tok nx = read(t0, false);
@@ -311,14 +315,20 @@ __device__ __forceinline__ void two_passes(int T, bool given, const Slots<D>& ws
       fwd(t, cur);
     }
   };
-  if (!given) forward(0, T, true);
-  for (int c = (T + CH - 1) / CH - 1; c >= 0; --c) {
-    const int t0 = c * CH, t1 = min(T, t0 + CH);
+  auto load = [&](int c) {  // the state before chunk c's first step, A symmetrised (see above)
     st.fetch(ws.checkpoint(c));
     __syncthreads();  // every reader of S from the previous chunk's reverse steps is done
     st.commit();
-    if (given) st.A.symmetrise(ws.checkpoint(c) + D * D);  // this thread's column only: no barrier
+    if (given || from_start) st.A.symmetrise(ws.checkpoint(c) + D * D);  // this thread's column only: no barrier
     __syncthreads();
+  };
+  if (!given) {
+    if (from_start) load(c0);
+    forward(c0 * CH, min(T, c1 * CH), true);
+  }
+  for (int c = c1 - 1; c >= c0; --c) {
+    const int t0 = c * CH, t1 = min(T, t0 + CH);
+    load(c);
     forward(t0, t1, false);
     st.fetch(ws.step(t1 - 1 - t0));
     Tok nx = read(t1 - 1, true);
@@ -374,11 +384,40 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
 // VLA. Step t's forward quantities from S = S_{t-1}, A = A_{t-1} (Alg. 1 lines 8-21), thread j's share.
 struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 
-// Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, d <= 64 only), 10 vectors, the
-// sums' partials: 199 KiB at d = 128 (opt-in above 48 KB; the H100 allows 227 KiB).
-template <int D> struct VlaSmem {
+// Which walk a VLA backward block does. Sequence: the whole reverse pass of one (b, h). The others are the
+// group-parallel backward's walks of one group [a, b) of tokens (docs/chunkwise-vla.md, "The backward
+// across groups"), each the sequential reverse step started from a set carry (dS, dz, dA) at b:
+//   B1: from (0, 0, 0); leaves dS^0_a, dz^0_a and R_g = M_{b-1} ... M_a, M_t = I - alpha_hat_t k_hat_t^T
+//   B2: from (dS_b, dz_b, 0); leaves sym(dA^0_a) and Phi_g = F_{b-1} ... F_a, F_t = I - zv_t u_t^T / delta_t
+//   B3: from (dS_b, dz_b, Sigma_b); writes the group's rows of dq, dk, dv, du
+// The chains between them (C1, C2) are vla_group_chain_kernel below.
+enum class Walk { Sequence, B1, B2, B3 };
+__host__ __device__ constexpr bool writes_grads(Walk w) { return w == Walk::Sequence || w == Walk::B3; }
+__host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 || w == Walk::B2; }
+
+// The group-parallel backward's buffers (vla_group_backward), per (sequence, group) slot seq G + g:
+//   local   (2 d^2 + d)  what B1 / B2 leave at the group's start: B1 dS^0_a (d x d) and dz^0_a (d, at 2 d^2),
+//                        B2 sym(dA^0_a) (d x d, at d^2)
+//   product (d^2)        R_g (B1), then Phi_g (B2)
+//   carry   (2 d^2 + d)  the true carry at the group's end b: dS_b, Sigma_b, dz_b (zero for the last group)
+//   scratch              the walk's CH per-step slots
+// Matrices row-major.
+struct GroupArgs {
+  int groups = 1;       // per sequence
+  int chunks = 1;       // kBackwardChunk-chunks per group (group tokens / kBackwardChunk)
+  bool starts_only = false;  // only each group's first checkpoint exists: B1 writes the others
+  float* local = nullptr;
+  float* product = nullptr;
+  float* carry = nullptr;
+  float* scratch = nullptr;
+};
+
+// Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, d <= 64 only), R_g or Phi_g
+// (padded; B1 and B2 only), 10 vectors (11 with a product), the sums' partials: 199 KiB at d = 128
+// (opt-in above 48 KB; the H100 allows 227 KiB).
+template <int D, bool kProduct = false> struct VlaSmem {
   static constexpr bool kAShared = State<D, true>::kA == AHome::Shared;
-  static constexpr int MATS = kAShared ? 4 : 3, VECS = 10;
+  static constexpr int MATS = (kAShared ? 4 : 3) + kProduct, VECS = 10 + kProduct;
   static constexpr int FLOATS = MATS * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
 };
 
@@ -426,32 +465,43 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   return s;
 }
 
-template <int D>
+template <int D, Walk W>
 __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors x, const RecurrentGrads g,
-                                                         const RecurrentParams prm, float* workspace) {
-  using L = VlaSmem<D>;
+                                                         const RecurrentParams prm, float* workspace, const GroupArgs ga) {
+  constexpr bool kProduct = has_product(W), kWrite = writes_grads(W);
+  static_assert(W == Walk::Sequence || VlaSmem<D>::kAShared, "the group walks keep R_g / Phi_g beside A: d <= 64");
+  using L = VlaSmem<D, kProduct>;
   constexpr int LD = Smem<D>::LD, MAT = Smem<D>::MAT;
   extern __shared__ __align__(16) float sm[];
   float* dS = sm;
   float* dA = dS + MAT;
+  float* P = sm + (L::MATS - 1) * MAT;  // R_g (B1) or Phi_g (B2): the last matrix
   float* v0 = sm + L::MATS * MAT;
   float *sh_kh = v0, *sh_uu = v0 + D, *sh_z = v0 + 2 * D, *sh_ah = v0 + 3 * D, *sh_e = v0 + 4 * D,
-        *sh_qf = v0 + 5 * D, *sh_g = v0 + 6 * D, *sh_de = v0 + 7 * D, *sh_dal = v0 + 8 * D, *sh_dz = v0 + 9 * D;
+        *sh_qf = v0 + 5 * D, *sh_g = v0 + 6 * D, *sh_de = v0 + 7 * D, *sh_dal = v0 + 8 * D, *sh_dz = v0 + 9 * D,
+        *sh_p = v0 + 10 * D;  // sh_p: P alpha_hat (B1) or P zv (B2)
   BlockSum<D> sums{v0 + L::VECS * D};
 
   const int j = threadIdx.x;
-  const long long seq = blockIdx.x;
+  const long long seq = W == Walk::Sequence ? blockIdx.x : blockIdx.x / ga.groups;
+  const int grp = W == Walk::Sequence ? 0 : int(blockIdx.x % ga.groups);
+  const long long slot = seq * ga.groups + grp;  // the group's buffers (GroupArgs)
+  constexpr long long kCarry = 2LL * D * D + D;
   State<D, true> st;
   constexpr int AU = State<D, true>::AType::kUnroll;
   constexpr bool kFuseA = State<D, true>::kFuseA;
   st.S = dA + MAT;
   if constexpr (L::kAShared) st.A.M = st.S + MAT;
   st.init(1.f / prm.lambda0);  // S_0 = 0, A_0 = I / lambda0 (line 4)
-  for (int c = 0; c < D; ++c) {  // adjoints zero after the last step
-    dS[c * LD + j] = 0.f;
-    dA[c * LD + j] = 0.f;
+  // The adjoints after the walk's last step: zero after the sequence's last step (and for B1); the
+  // chains' carry at the group's end otherwise (B2 without its dA: that is what it measures).
+  const float* cin = W == Walk::B2 || W == Walk::B3 ? ga.carry + slot * kCarry : nullptr;
+  for (int c = 0; c < D; ++c) {
+    dS[c * LD + j] = W == Walk::B2 || W == Walk::B3 ? cin[c * D + j] : 0.f;
+    dA[c * LD + j] = W == Walk::B3 ? cin[D * D + c * D + j] : 0.f;
+    if constexpr (kProduct) P[c * LD + j] = c == j ? 1.f : 0.f;
   }
-  float dzs = 0.f;
+  float dzs = W == Walk::B2 || W == Walk::B3 ? cin[2 * D * D + j] : 0.f;
   __syncthreads();
 
   auto fwd = [&](int t, const Tok& in) {  // lines 8-22, 25
@@ -483,22 +533,27 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   auto rev = [&](int t, const Tok& in) {
     const long long o = (seq * x.T + t) * D + j;
     const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
-    g.dq[o] = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, 1.f, s.ah, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
+    const float dq = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, 1.f, s.ah, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
+    if constexpr (kWrite) g.dq[o] = dq;
     float dkf = dzs;                                                 // line 25
     // Line 22: de = dS ah, dah = dS^T e;  line 21: dv = de, dS -= de kh^T, dkh = -S_{t-1}^T de.
-    Acc4 a_de, a_dah;
+    // So dS_{t-1} = dS M_t: B1 takes R_g the same way, R <- R M_t = R - (R ah) kh^T.
+    Acc4 a_de, a_dah, a_p;
     walk<D, 4>([&](int c, int r) {
       a_de.add(r, dS[j * LD + c], sh_ah[c]);
       a_dah.add(r, dS[c * LD + j], sh_e[c]);
+      if constexpr (W == Walk::B1) a_p.add(r, P[j * LD + c], sh_ah[c]);
     });
     const float de = a_de.sum(), dah = a_dah.sum();
     sh_de[j] = de;
+    if constexpr (W == Walk::B1) sh_p[j] = a_p.sum();
     float r6[1] = {s.ah * dah};
     sums(r6);  // all reads of dS done before the update below
-    g.dv[o] = de;
+    if constexpr (kWrite) g.dv[o] = de;
     Acc4 a_sde;
     walk<D, 4>([&](int c, int r) {
       dS[c * LD + j] = fmaf(sh_de[c], -s.kh, dS[c * LD + j]);
+      if constexpr (W == Walk::B1) P[c * LD + j] = fmaf(sh_p[c], -s.kh, P[c * LD + j]);
       a_sde.add(r, st.S[c * LD + j], sh_de[c]);
     });
     float dkh = -a_sde.sum();
@@ -509,12 +564,16 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     sums(r7);  // also orders the dA update before the dA reads below
     dkh += adal - s.z * (r7[0] / s.dc) + s.eta * dal;  // A_t^T dalpha from A_{t-1}^T dalpha
     // Lines 14, 16: dz = -(dA + dA^T) z / dc, ddc = z^T dA z / dc^2; line 13: zero if clamped.
-    Acc4 a_rz, a_cz;
+    // So sym(dA_{t-1}) = F_t^T sym(dA_t) F_t: B2 takes Phi_g the same way, Phi <- Phi F_t =
+    // Phi - (Phi zv) u^T / delta (zv = z here, u = uu; the refresh's eta I adds nothing).
+    Acc4 a_rz, a_cz, a_pz;
     walk<D, 4>([&](int c, int r) {
       a_rz.add(r, dA[j * LD + c], sh_z[c]);
       a_cz.add(r, dA[c * LD + j], sh_z[c]);
+      if constexpr (W == Walk::B2) a_pz.add(r, P[j * LD + c], sh_z[c]);
     });
     const float rowz = a_rz.sum(), colz = a_cz.sum();
+    if constexpr (W == Walk::B2) sh_p[j] = a_pz.sum();
     float dz = -(rowz + colz) / s.dc;
     float r8[1] = {s.z * rowz};
     sums(r8);
@@ -523,16 +582,114 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     float du = ddelta * s.z;
     dz += ddelta * s.uu;
     du += rank1_and_At_x(sh_dz, dz, s.uu);
+    if constexpr (W == Walk::B2) col_axpy<D>(P, j, sh_p, -s.uu / s.dc);
     // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk (or dkh
     // where k_hat = phi(k));  line 8.
     float r9[2] = {in.u * du, s.kh * dkh};
     sums(r9);
-    g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - in.u * (r9[0] / (s.nu * s.nu)));
+    if constexpr (kWrite) g.du[o] = s.nu == 0.f ? 0.f : (rsqrtf(float(D)) / s.nu) * (du - in.u * (r9[0] / (s.nu * s.nu)));
     if (!prm.normalise_key) dkf += dkh;
     else if (s.nk != 0.f) dkf += (dkh - s.kh * r9[1]) / s.nk;
-    g.dk[o] = dkf * elu_plus_one_grad(in.k);
+    if constexpr (kWrite) g.dk[o] = dkf * elu_plus_one_grad(in.k);
   };
-  two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<RecurrentKind::Vla, D>{x, g.dout, seq}, fwd, rev);
+  const TokenReader<RecurrentKind::Vla, D> read{x, g.dout, seq};
+  if constexpr (W == Walk::Sequence) {
+    two_passes<D>(x.T, 0, (x.T + kBackwardChunk - 1) / kBackwardChunk, x.checkpoints != nullptr, false,
+                  Slots<D>(workspace, seq, x.T), st, read, fwd, rev);
+  } else {
+    const int c0 = grp * ga.chunks, c1 = min((x.T + kBackwardChunk - 1) / kBackwardChunk, c0 + ga.chunks);
+    const bool given = W != Walk::B1 || !ga.starts_only;  // B1 writes the checkpoints B2 and B3 read
+    two_passes<D>(x.T, c0, c1, given, true, Slots<D>(workspace, seq, x.T, ga.scratch + slot * kBackwardChunk * backward_slot_floats(D)),
+                  st, read, fwd, rev);
+    __syncthreads();  // the last step's shared writes (dS, dA, P) are done
+    float* loc = ga.local + slot * kCarry;
+    float* prod = ga.product + slot * D * D;
+    for (int c = 0; c < D; ++c) {
+      if constexpr (W == Walk::B1) loc[c * D + j] = dS[c * LD + j];
+      if constexpr (W == Walk::B2) loc[D * D + c * D + j] = 0.5f * (dA[c * LD + j] + dA[j * LD + c]);
+      if constexpr (kProduct) prod[c * D + j] = P[c * LD + j];
+    }
+    if constexpr (W == Walk::B1) loc[2 * D * D + j] = dzs;
+  }
+}
+
+// The chains across groups (C1, C2 of docs/chunkwise-vla.md), one block per sequence, last group first.
+// The carry at the last group's end is zero; then, group g = [a, b) giving the carry at a, which is the
+// carry at the end of group g - 1:
+//   C1 (after B1): dS_a = dS_b R_g + dS^0_a, dz_a = dz_b + dz^0_a
+//   C2 (after B2): Sigma_a = Phi_g^T Sigma_b Phi_g + sym(dA^0_a)
+// Thread e (of kChainThreads) owns entries e, e + kChainThreads, ... of the d x d result.
+constexpr int kChainThreads = 1024;
+template <int D, int kPass>
+__global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const GroupArgs ga) {
+  constexpr int LD = D + 1, E = (D * D + kChainThreads - 1) / kChainThreads;
+  constexpr long long kCarry = 2LL * D * D + D;
+  __shared__ float cur[D * LD], P[D * LD];
+  const int e0 = threadIdx.x;
+  const long long seq = blockIdx.x;
+  const int part = kPass == 1 ? 0 : D * D;  // the carry's dS or Sigma
+  for (int e = e0; e < D * D; e += kChainThreads) {
+    cur[(e / D) * LD + e % D] = 0.f;
+    ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + part + e] = 0.f;
+  }
+  if (kPass == 1)
+    for (int i = e0; i < D; i += kChainThreads) ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + 2 * D * D + i] = 0.f;
+  // next = cur P (C1: dS_b R_g; C2: Sigma_b Phi_g), entries e0, e0 + kChainThreads, ...
+  auto times_P = [&](float (&next)[E]) {
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
+      if (e >= D * D) break;
+      float a = 0.f;
+      for (int k = 0; k < D; ++k) a = fmaf(cur[r * LD + k], P[k * LD + c], a);
+      next[n] = a;
+    }
+  };
+  auto store_cur = [&](const float (&next)[E]) {
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads;
+      if (e >= D * D) break;
+      cur[(e / D) * LD + e % D] = next[n];
+    }
+  };
+  for (int g = ga.groups - 1; g >= 1; --g) {
+    const long long at = seq * ga.groups + g;
+    const float* loc = ga.local + at * kCarry;
+    float* out = ga.carry + (at - 1) * kCarry;
+    for (int e = e0; e < D * D; e += kChainThreads) P[(e / D) * LD + e % D] = ga.product[at * D * D + e];
+    __syncthreads();  // P and cur written
+    float next[E];
+    times_P(next);
+    if constexpr (kPass == 2) {  // cur <- Sigma_b Phi_g, then next = Phi_g^T cur
+      __syncthreads();
+      store_cur(next);
+      __syncthreads();
+#pragma unroll
+      for (int n = 0; n < E; ++n) {
+        const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
+        if (e >= D * D) break;
+        float a = 0.f;
+        for (int k = 0; k < D; ++k) a = fmaf(P[k * LD + r], cur[k * LD + c], a);
+        next[n] = a;
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads;
+      if (e < D * D) next[n] += loc[part + e];  // + dS^0_a, or + sym(dA^0_a)
+    }
+    __syncthreads();  // every read of cur and P done
+    store_cur(next);
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads;
+      if (e < D * D) out[part + e] = next[n];
+    }
+    if (kPass == 1)  // dz_a = dz_b + dz^0_a, read from the carry just written for group g
+      for (int i = e0; i < D; i += kChainThreads)
+        out[2 * D * D + i] = ga.carry[at * kCarry + 2 * D * D + i] + loc[2 * D * D + i];
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -628,23 +785,57 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       g.dk[o] = (dzs + dkh) * elu_plus_one_grad(in.k);
     }
   };
-  two_passes<D>(x.T, x.checkpoints != nullptr, Slots<D>(workspace, seq, x.T), st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
+  two_passes<D>(x.T, 0, (x.T + kBackwardChunk - 1) / kBackwardChunk, x.checkpoints != nullptr, false, Slots<D>(workspace, seq, x.T),
+                st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
 }
 
 template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g,
                                                     const RecurrentParams& p, float* ws, cudaStream_t s) {
   const std::size_t bytes = sizeof(float) * (K == RecurrentKind::Vla ? VlaSmem<D>::FLOATS : DeltaSmem<D>::FLOATS);
   auto kernel = [] {
-    if constexpr (K == RecurrentKind::Vla) return vla_backward_kernel<D>;
+    if constexpr (K == RecurrentKind::Vla) return vla_backward_kernel<D, Walk::Sequence>;
     else return delta_backward_kernel<K, D>;
   }();
   if (bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
     if (e != cudaSuccess) return e;
   }
-  kernel<<<dim3(unsigned(x.B) * unsigned(x.H)), dim3(D), bytes, s>>>(x, g, p, ws);
+  if constexpr (K == RecurrentKind::Vla)
+    kernel<<<dim3(unsigned(x.B) * unsigned(x.H)), dim3(D), bytes, s>>>(x, g, p, ws, GroupArgs{});
+  else
+    kernel<<<dim3(unsigned(x.B) * unsigned(x.H)), dim3(D), bytes, s>>>(x, g, p, ws);
   return cudaGetLastError();
 }
+
+// One group walk (B1, B2, B3) over every (sequence, group) at once.
+template <int D, Walk W> cudaError_t launch_walk(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
+                                                 float* ws, const GroupArgs& ga, cudaStream_t s) {
+  constexpr std::size_t bytes = sizeof(float) * VlaSmem<D, has_product(W)>::FLOATS;
+  if (bytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(vla_backward_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    if (e != cudaSuccess) return e;
+  }
+  vla_backward_kernel<D, W><<<dim3(unsigned(x.B) * unsigned(x.H) * unsigned(ga.groups)), dim3(D), bytes, s>>>(x, g, p, ws, ga);
+  return cudaGetLastError();
+}
+
+// B1, C1, B2, C2, B3 in stream order (each reads what the one before wrote).
+template <int D> cudaError_t launch_groups(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
+                                           float* ws, const GroupArgs& ga, cudaStream_t s) {
+  const unsigned seqs = unsigned(x.B) * unsigned(x.H);
+  cudaError_t e;
+  if ((e = launch_walk<D, Walk::B1>(x, g, p, ws, ga, s)) != cudaSuccess) return e;
+  vla_group_chain_kernel<D, 1><<<seqs, kChainThreads, 0, s>>>(ga);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = launch_walk<D, Walk::B2>(x, g, p, ws, ga, s)) != cudaSuccess) return e;
+  vla_group_chain_kernel<D, 2><<<seqs, kChainThreads, 0, s>>>(ga);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  return launch_walk<D, Walk::B3>(x, g, p, ws, ga, s);
+}
+
+// The group-parallel backward's workspace after the checkpoints (GroupArgs): per (sequence, group) slot,
+// local and carry (2 d^2 + d each), product (d^2), CH scratch slots.
+long long group_slot_floats(int d) { return 2 * (2LL * d * d + d) + 1LL * d * d + kBackwardChunk * backward_slot_floats(d); }
 
 template <RecurrentKind K>
 cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, float* ws,
@@ -660,6 +851,39 @@ cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const R
 }
 
 }  // namespace
+
+std::size_t vla_group_backward_workspace_floats(int B, int H, int T, int d, int group_tokens) {
+  if (B < 1 || H < 1 || T < 1 || d < 1 || group_tokens < kBackwardChunk) return 0;
+  const long long seqs = (long long)B * H, groups = (T + group_tokens - 1) / group_tokens;
+  return std::size_t(backward_checkpoint_offset(seqs, T, d, 0) + seqs * groups * group_slot_floats(d));
+}
+
+cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int group_tokens,
+                               bool starts_only, float* workspace, cudaStream_t stream) {
+  if (x.B < 1 || x.H < 1 || x.T < 1 || !x.q || !x.k || !x.v || !x.u) return cudaErrorInvalidValue;
+  if (!g.dout || !g.dq || !g.dk || !g.dv || !g.du || !workspace) return cudaErrorInvalidValue;
+  if (x.checkpoints != workspace) return cudaErrorInvalidValue;  // a forward has written them there
+  if (group_tokens < kBackwardChunk || group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
+  if (!(p.eps <= 1.f)) return cudaErrorInvalidValue;  // a clamped delta would make C2 no congruence
+  GroupArgs ga;
+  ga.groups = (x.T + group_tokens - 1) / group_tokens;
+  ga.chunks = group_tokens / kBackwardChunk;
+  ga.starts_only = starts_only;
+  const long long seqs = (long long)x.B * x.H, slots = seqs * ga.groups;
+  if (slots > 0x7fffffffLL) return cudaErrorInvalidValue;
+  float* at = workspace + backward_checkpoint_offset(seqs, x.T, x.d, 0);
+  const long long carry = 2LL * x.d * x.d + x.d;
+  ga.local = at;
+  ga.carry = at + slots * carry;
+  ga.product = ga.carry + slots * carry;
+  ga.scratch = ga.product + slots * x.d * x.d;
+  switch (x.d) {
+    case 16: return launch_groups<16>(x, g, p, workspace, ga, stream);
+    case 32: return launch_groups<32>(x, g, p, workspace, ga, stream);
+    case 64: return launch_groups<64>(x, g, p, workspace, ga, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
 
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream) {

@@ -45,4 +45,19 @@ inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int 
 cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, const RecurrentGrads& g,
                                const RecurrentParams& p, float* workspace, cudaStream_t stream = nullptr);
 
+// The same VLA backward over groups of `group_tokens` tokens at once (docs/chunkwise-vla.md, "The backward
+// across groups"; CPU reference core/rules/vla/chunked_adjoint.hpp): every group's reverse walk runs in
+// parallel, three times (B1, B2, B3: one block per (b, h, group)), with two chains of d x d products
+// across groups between them (C1, C2: one block per (b, h)). The same gradients as recurrent_backward in
+// exact arithmetic. It starts from a forward's checkpoints in the layout above, x.checkpoints == workspace:
+// either all of them (recurrent_forward with x.checkpoints set; starts_only false) or only every group's
+// first (chunked_vla_forward with x.checkpoints set, gpu/chunked_vla_forward.hpp; starts_only true: the
+// first walk writes the rest). workspace: vla_group_backward_workspace_floats(B, H, T, d, group_tokens)
+// floats. cudaErrorInvalidValue, nothing launched: group_tokens not a positive multiple of
+// kBackwardChunk, d outside {16, 32, 64}, eps above 1 (a clamped delta_t makes the dA chain no
+// congruence), x.checkpoints != workspace, a missing pointer.
+std::size_t vla_group_backward_workspace_floats(int B, int H, int T, int d, int group_tokens);
+cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int group_tokens,
+                               bool starts_only, float* workspace, cudaStream_t stream = nullptr);
+
 }  // namespace vla::gpu

@@ -148,6 +148,12 @@ std::string data_parallel_section(const fs::path& out_dir) {
   return m + "\n";
 }
 
+// fla's chunked delta rule (bf16) on an H100 at B = 8, H = 4, d = 32, ms: the anchors the chunked VLA
+// targets are stated against (shared/reference/anchors-h100.md, re-measured 2026-11-23; not this toolkit's
+// measurement, so the report labels them "anchor"). The T = 4096 fwd+bwd was the script's first shape (cold).
+struct FlaAnchor { long T; double fwd, fwdbwd; };
+constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, {65536, 2.85, 7.35}};
+
 // The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
 // is there (`vla bench attention` with gpu/bench_torch.py beside it in one call; their output in the .log):
 // fused and chunked from the CSV, SDPA bf16 from bench_torch.py's table in the log, the device from its
@@ -186,14 +192,32 @@ std::string chunked_vla_section(const fs::path& out_dir) {
                    "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
                    "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md).\n\n",
                    device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
-  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 |\n|---|---|---|---|---|---|\n";
+  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (anchor) | "
+       "chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const CsvData t = read_csv(csv);
   const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
+  const auto anchor = [](double T) { return std::ranges::find(kFlaAnchors, long(T), &FlaAnchor::T); };
+  const auto cell = [](bool have, double x, const char* f) { return have ? fmt::format(fmt::runtime(f), x) : std::string(); };
   for (std::size_t i = 0; i < T.size(); ++i) {
     const auto sd = sdpa_bf16.find(long(T[i]));
-    m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} |\n", T[i], fused[i], chunked[i], fused[i] / chunked[i],
-                     sd == sdpa_bf16.end() ? "" : fmt::format("{:.3g}", sd->second),
-                     sd == sdpa_bf16.end() ? "" : fmt::format("{:.2f}", chunked[i] / sd->second));
+    const auto fla = anchor(T[i]);
+    const bool s = sd != sdpa_bf16.end(), f = fla != std::end(kFlaAnchors);
+    m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} | {} | {} |\n", T[i], fused[i], chunked[i], fused[i] / chunked[i],
+                     cell(s, s ? sd->second : 0, "{:.3g}"), cell(s, s ? chunked[i] / sd->second : 0, "{:.2f}"),
+                     cell(f, f ? fla->fwd : 0, "{:.3g}"), cell(f, f ? chunked[i] / fla->fwd : 0, "{:.2f}"));
+  }
+  // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
+  if (std::ranges::find(t.header, "vla_chunked_fwdbwd_ms") == t.header.end()) return m + "\n";
+  m += "\nForward + backward (fp32; the chunked forward leaves each group's state, the group-parallel backward of "
+       "gpu/recurrent_backward.hpp starts from it). The target: within 2x of fla's chunked delta rule at T = 16384 and 65536.\n\n"
+       "| T | fused VLA fwd+bwd | chunked fwd + group bwd | fused / chunked | fla chunk delta bf16 fwd+bwd (anchor) | chunked / fla |\n"
+       "|---|---|---|---|---|---|\n";
+  const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
+  for (std::size_t i = 0; i < T.size(); ++i) {
+    const auto fla = anchor(T[i]);
+    const bool f = fla != std::end(kFlaAnchors);
+    m += fmt::format("| {:.0f} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n", T[i], fused_fb[i], chunked_fb[i], fused_fb[i] / chunked_fb[i],
+                     cell(f, f ? fla->fwdbwd : 0, "{:.3g}"), cell(f, f ? chunked_fb[i] / fla->fwdbwd : 0, "{:.2f}"));
   }
   return m + "\n";
 }

@@ -79,7 +79,8 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 
 // Median milliseconds of one fused forward over (B, H, T, d) inputs; with `backward`, of the forward
 // followed by the fused backward (dL/do random, the workspace allocated once outside the timing); with
-// `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters).
+// `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters), and
+// its backward the group-parallel one over the forward's groups (gpu/recurrent_backward.hpp).
 double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false) {
   using vla::gpu::check;
   const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
@@ -90,11 +91,14 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = g.get(); x.o = o.get();
   x.B = a.batch; x.H = a.heads; x.T = T; x.d = a.d_head;
   vla::gpu::DeviceBuffer dout, dq, dk, dv, du, dg, ws;  // (B, H, T, d) each, dg (B, H, T); ws: the backward's checkpoints
+  // The chunked forward's group (its launch's choice, rounded to whole checkpoint chunks), the backward's too.
+  const int group_tokens = vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, backward);
   vla::gpu::RecurrentGrads grads;
   if (backward) {
     dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n);
     dv = vla::gpu::DeviceBuffer(n); du = vla::gpu::DeviceBuffer(n); dg = vla::gpu::DeviceBuffer(g.size());
-    ws = vla::gpu::DeviceBuffer(vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
+    ws = vla::gpu::DeviceBuffer(chunked ? vla::gpu::vla_group_backward_workspace_floats(a.batch, a.heads, T, a.d_head, group_tokens)
+                                        : vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
     check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
     grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
     x.checkpoints = ws.get();  // the forward writes the backward's checkpoints: the backward skips its first pass
@@ -102,7 +106,8 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   return median_event_ms(a.reps, [&] {
     if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
-    if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
+    if (backward && chunked) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, true, ws.get()), "vla_group_backward");
+    else if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
   });
 }
 
@@ -173,12 +178,12 @@ void run(const BenchArgs& a) {
   const bool with_bwd = true;
   // The chunked VLA forward exists at the widths of kChunkedVlaHeads; elsewhere its column is NaN.
   const bool with_chunked = std::ranges::find(vla::gpu::kChunkedVlaHeads, a.d_head) != std::end(vla::gpu::kChunkedVlaHeads);
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "vla chunked",
-             "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "lin fwd+bwd", "dn fwd+bwd",
-             "softmax ms", "sm fwd+bwd ms");
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>14} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "vla chunked",
+             "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "chunked fwd+bwd", "lin fwd+bwd",
+             "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms");
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "vla_chunked_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms",
-                           "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
-  std::vector<double> vla_f, vla_c, vla_fb, sm_f, sm_fb;
+                           "vla_chunked_fwdbwd_ms", "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
+  std::vector<double> vla_f, vla_c, vla_fb, vla_cfb, sm_f, sm_fb;
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
     const double vc = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, false, true) : std::numeric_limits<double>::quiet_NaN();
@@ -186,17 +191,18 @@ void run(const BenchArgs& a) {
     const double dn = time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double fb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true) : nan;
+    const double cfb = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true, true) : nan;
     const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
     const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
     const double sm = time_softmax(a, T, false), smfb = time_softmax(a, T, true);
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n",
-               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, lfb, dfb, sm, smfb);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, lfb, dfb, sm, smfb});
-    vla_f.push_back(v); vla_c.push_back(vc); vla_fb.push_back(fb); sm_f.push_back(sm); sm_fb.push_back(smfb);
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>14.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n",
+               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, cfb, lfb, dfb, sm, smfb);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, cfb, lfb, dfb, sm, smfb});
+    vla_f.push_back(v); vla_c.push_back(vc); vla_fb.push_back(fb); vla_cfb.push_back(cfb); sm_f.push_back(sm); sm_fb.push_back(smfb);
   }
   fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {} (chunked: {}); "
-             "VLA fwd+bwd than softmax fwd+bwd at T {}\n", a.batch, a.heads, a.d_head, crossover(a.T, vla_f, sm_f),
-             crossover(a.T, vla_c, sm_f), crossover(a.T, vla_fb, sm_fb));
+             "VLA fwd+bwd than softmax fwd+bwd at T {} (chunked: {})\n", a.batch, a.heads, a.d_head, crossover(a.T, vla_f, sm_f),
+             crossover(a.T, vla_c, sm_f), crossover(a.T, vla_fb, sm_fb), crossover(a.T, vla_cfb, sm_fb));
   if (!a.csv.empty()) table.write(a.csv);
 #else
   throw std::invalid_argument("--device: this build has no CUDA path (nvcc was not found at configure time)");

@@ -7,6 +7,7 @@
 #include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
+#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/recurrent_backward.hpp"
 
 #include <catch2/catch.hpp>
@@ -104,7 +105,8 @@ std::vector<std::vector<float>> run_gpu(const std::string& mixer, const Case& c,
 // The core head backward (core/model/head.hpp, the rules' adjoints) on every (b, h) sequence, in double
 // on the same fp32-valued inputs; same list as run_gpu. VLA with A fixed (on DeltaNet's kernel, which has
 // no u): its du must be exactly zero (A, the only reader of u, never changes), and is checked so here.
-std::vector<std::vector<double>> run_reference(const std::string& mixer, const Case& c) {
+// refresh_period >= 0: VLA's refresh period set to it (0: off) instead of the preset's.
+std::vector<std::vector<double>> run_reference(const std::string& mixer, const Case& c, int refresh_period = -1) {
   const vla::GpuKernel kern = kernel_of(mixer);
   const bool has_du = kern.kind == RecurrentKind::Vla;
   const Shape s = c.s;
@@ -113,6 +115,7 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
   if (kern.gated) r[3].resize(c.gate.size());
   vla::MixerConfig cfg;
   cfg.mixer = mixer;
+  if (refresh_period >= 0) cfg.penalty.refresh_period = refresh_period;
   vla::with_rule<vla::Precision<double>>(cfg, [&](const auto& rule) {
     using Rule = std::decay_t<decltype(rule)>;
     for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
@@ -141,6 +144,57 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
     return 0;
   });
   return r;
+}
+
+// The group-parallel VLA backward (vla_group_backward) after the forward that leaves its checkpoints:
+// the fused forward (all of them) when chunked_group < 0, with groups of group_tokens; else the chunked
+// forward (every group's first only; chunk length `chunk`, groups of chunked_group segments, 0 the
+// launch's choice), the backward taking its group. Workspace and outputs poisoned. dq, dk, dv, du.
+struct GroupRun { std::vector<std::vector<float>> grads; int group_tokens; };
+GroupRun run_gpu_group(const Case& c, const vla::gpu::RecurrentParams& p, int group_tokens, int chunked_group = -1, int chunk = 0) {
+  using vla::gpu::DeviceBuffer;
+  const Shape s = c.s;
+  if (chunked_group >= 0) group_tokens = vla::gpu::chunked_vla_group_tokens(chunk, chunked_group, p, s.B * s.H, s.T, true);
+  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
+  const std::size_t n = c.in[0].size();
+  DeviceBuffer dq(n), dk(n), dv(n), du(n), o(n), ws(vla::gpu::vla_group_backward_workspace_floats(s.B, s.H, s.T, s.d, group_tokens));
+  for (auto* b : {&dq, &dk, &dv, &du, &ws}) b->poison();
+  vla::gpu::RecurrentTensors x;
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get(); x.checkpoints = ws.get();
+  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
+  vla::gpu::RecurrentGrads g;
+  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
+  if (chunked_group < 0) vla::gpu::check(vla::gpu::recurrent_forward(RecurrentKind::Vla, x, p), "recurrent_forward launch");
+  else vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, chunked_group), "chunked_vla_forward launch");
+  vla::gpu::check(vla::gpu::vla_group_backward(x, g, p, group_tokens, chunked_group >= 0, ws.get()), "vla_group_backward launch");
+  vla::gpu::check(cudaDeviceSynchronize(), "vla_group_backward (sync)");
+  vla::gpu::check(cudaGetLastError(), "vla_group_backward (last error)");
+  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens};
+}
+
+// Checks a group-parallel run against the double reference at the fp32 bound, every element written and
+// finite; reports its error next to the sequential kernel's (`seq`, from the same checkpoints; empty:
+// not run).
+void check_group(const std::string& label, const Shape& s, const GroupRun& run, const std::vector<std::vector<double>>& ref,
+                 const std::vector<std::vector<float>>& seq) {
+  const char* names[] = {"dq_raw", "dk_raw", "dv", "du_raw"};
+  const double tol = fp32_bound(s);
+  REQUIRE(ref.size() == 4);
+  REQUIRE(run.grads.size() == 4);
+  for (std::size_t a = 0; a < 4; ++a) {
+    INFO(label << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " group " << run.group_tokens
+               << " tokens, tol " << tol);
+    bool finite = true;
+    for (float x : run.grads[a]) finite = finite && std::isfinite(x);
+    REQUIRE(finite);
+    // A failure means a wrong chain (R_g, Phi_g or the carries), a wrong group boundary or checkpoint, or
+    // a race between groups: the group form is the sequential reverse pass in exact arithmetic.
+    const double e = rel_err(run.grads[a], ref[a]);
+    const double e_seq = seq.empty() ? std::nan("") : rel_err(seq[a], ref[a]);
+    WARN(label << " group backward " << names[a] << " d=" << s.d << " T=" << s.T << " group " << run.group_tokens << ": rel err " << e
+               << " (sequential kernel " << e_seq << ", bound " << tol << ")");
+    CHECK(e <= tol);
+  }
 }
 
 // Bound on the difference between the backward from the forward kernel's checkpoints and the
@@ -302,4 +356,98 @@ TEST_CASE("fused backward rejects what it does not implement instead of launchin
   g.du = buf.get();
   x.checkpoints = buf.get() + 4;  // checkpoints said to be somewhere other than the workspace it reads
   CHECK(vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, {}, buf.get()) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("group-parallel VLA backward from the fused forward's checkpoints matches the double reference",
+          "[gpu][bwd-full][bwd][group-bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Groups of 1 .. 5 checkpoint chunks, one group (T < 32, T = group), a ragged last group, the refresh
+  // inside groups and on their boundaries, d in {16, 32, 64}; and without key normalisation.
+  struct Run { Shape s; std::vector<int> groups; };
+  const std::vector<Run> runs{{{2, 2, 150, 32}, {32, 64, 160}}, {{1, 3, 77, 16}, {32, 64}}, {{2, 1, 100, 64}, {32, 96}},
+                              {{1, 1, 20, 32}, {32}},           {{1, 2, 288, 32}, {96, 288}}};
+  std::uint64_t seed = 9100;
+  for (const Run& r : runs) {
+    const Case c = random_case(r.s, seed++);
+    const auto ref = run_reference("vla", c);
+    const auto seq = run_gpu("vla", c, true);
+    for (int gt : r.groups) check_group("vla", r.s, run_gpu_group(c, kernel_of("vla").params, gt), ref, seq);
+  }
+  Case c = random_case({2, 1, 130, 32}, seed++);
+  for (float& k : c.in[1]) k -= 3.f;  // vla-no-knorm: keys shifted so the recurrence contracts (check_mixer)
+  const auto ref = run_reference("vla-no-knorm", c);
+  const auto seq = run_gpu("vla-no-knorm", c, true);
+  for (int gt : {32, 64}) check_group("vla-no-knorm", c.s, run_gpu_group(c, kernel_of("vla-no-knorm").params, gt), ref, seq);
+}
+
+TEST_CASE("group-parallel VLA backward after the chunked forward's group-start checkpoints matches the double reference",
+          "[gpu][bwd-full][bwd][group-bwd][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // The fwd+bwd pair without a sequential pass: the chunked forward writes only (S, A, z) before each of its
+  // groups (its own fp32 rounding, A not symmetric), the first walk the rest. Refresh 20 (segments of 20
+  // tokens: groups of 8 or 16 segments, or the launch's choice rounded to 8) and off (chunks of 16: groups
+  // of 2 or 6).
+  struct Run { Shape s; int period, chunk; std::vector<int> groups; };
+  const std::vector<Run> runs{{{2, 3, 67, 32}, 20, 0, {8, 0}}, {{1, 2, 1009, 32}, 20, 0, {8, 16, 0}}, {{3, 2, 150, 32}, 0, 16, {2, 6, 0}}};
+  std::uint64_t seed = 9300;
+  for (const Run& r : runs) {
+    const Case c = random_case(r.s, seed++);
+    const auto ref = run_reference("vla", c, r.period);
+    vla::gpu::RecurrentParams p = kernel_of("vla").params;
+    p.refresh_period = r.period;
+    for (int g : r.groups) check_group("vla after chunked (refresh " + std::to_string(r.period) + ")", r.s, run_gpu_group(c, p, 0, g, r.chunk), ref, {});
+  }
+}
+
+TEST_CASE("group-parallel VLA backward is the same function of each sequence whatever the launch shape", "[gpu][bwd][group-bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Blocks per (sequence, group) with their own slots, chains per sequence: a sequence of a (B, H) launch
+  // must equal, bit for bit, the same sequence alone. A difference is a wrong slot offset or a race.
+  const Shape s{2, 2, 100, 32};
+  const Case all = random_case(s, 9500);
+  const auto p = kernel_of("vla").params;
+  const auto g_all = run_gpu_group(all, p, 32).grads;
+  const std::size_t n = std::size_t(s.T) * s.d;
+  for (std::size_t seq = 0; seq < 4; ++seq) {
+    Case one{{1, 1, s.T, s.d}, {}, {}};
+    for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
+    const auto g_one = run_gpu_group(one, p, 32).grads;
+    for (std::size_t a = 0; a < 4; ++a) {
+      INFO("seq=" << seq << " gradient " << a);
+      CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * n));
+    }
+  }
+}
+
+TEST_CASE("group-parallel VLA backward and the chunked forward's checkpoints refuse what they do not implement", "[gpu][bwd][group-bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  using vla::gpu::vla_group_backward;
+  vla::gpu::DeviceBuffer buf(64 * 1024);
+  vla::gpu::RecurrentTensors x;
+  x.q = x.k = x.v = x.u = x.o = buf.get();
+  x.checkpoints = buf.get();
+  x.B = 1; x.H = 1; x.T = 40; x.d = 32;
+  vla::gpu::RecurrentGrads g;
+  g.dout = g.dq = g.dk = g.dv = g.du = buf.get();
+  const vla::gpu::RecurrentParams p;
+  for (int gt : {0, 16, 48, -32}) {  // a group must be a whole number of checkpoint chunks (32 tokens)
+    INFO("group_tokens " << gt);
+    CHECK(vla_group_backward(x, g, p, gt, false, buf.get()) == cudaErrorInvalidValue);
+  }
+  x.d = 96;  // compiled for d in {16, 32, 64}
+  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  x.d = 32;
+  vla::gpu::RecurrentParams big_eps;
+  big_eps.eps = 2.f;  // delta_t could be clamped: the dA chain would not be a congruence
+  CHECK(vla_group_backward(x, g, big_eps, 32, false, buf.get()) == cudaErrorInvalidValue);
+  x.checkpoints = nullptr;  // no forward has left checkpoints
+  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  x.checkpoints = buf.get();
+  g.du = nullptr;
+  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  // The chunked forward with checkpoints: 3 segments of 20 tokens are not a whole number of 32-token chunks.
+  CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 3) == cudaErrorInvalidValue);
+  // Its own choice is rounded to a whole number: 8 segments of 20 at least.
+  CHECK(vla::gpu::chunked_vla_group_tokens(0, 0, p, 1, 40, true) == 160);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);  // nothing was launched that could fail
 }
