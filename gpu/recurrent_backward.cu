@@ -37,6 +37,8 @@
 
 #include "core/phi.hpp"
 
+#include <algorithm>
+
 namespace vla::gpu {
 namespace {
 
@@ -294,7 +296,7 @@ template <int D> struct Slots {
 // Over the chunks [c0, c1) (the whole sequence, or one group of the group-parallel backward): pass 1 saves
 // the state before every CH-th step, from the initial state, or (`from_start`) from the checkpoint of
 // chunk c0, which then must exist; pass 2 takes the chunks from the last, re-runs the chunk from its
-// checkpoint saving the state before each step, then runs its reverse steps.
+// checkpoint saving the state before each step, then runs its reverse steps. fill_only: pass 1 alone.
 // given: every checkpoint of [c0, c1) has been written (by the forward kernel, x.checkpoints, or by an
 // earlier walk), so pass 1 is skipped. A forward kernel's A is symmetric only up to rounding, and the
 // reverse steps read A x as a column walk (A^T x); so A is replaced by (A + A^T) / 2 at each checkpoint
@@ -303,7 +305,7 @@ template <int D> struct Slots {
 // chunk's own re-run keeps it symmetric from there, as pass 1 does (its checkpoints need no symmetrising).
 template <int D, class St, class Read, class Fwd, class Rev>
 __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bool from_start, const Slots<D>& ws, St& st,
-                                           const Read& read, Fwd&& fwd, Rev&& rev) {
+                                           const Read& read, Fwd&& fwd, Rev&& rev, bool fill_only = false) {
   constexpr int CH = kBackwardChunk;
   auto forward = [&](int t0, int t1, bool checkpoints) {
     Tok nx = read(t0, false);
@@ -326,6 +328,7 @@ __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bo
     if (from_start) load(c0);
     forward(c0 * CH, min(T, c1 * CH), true);
   }
+  if (fill_only) return;
   for (int c = c1 - 1; c >= c0; --c) {
     const int t0 = c * CH, t1 = min(T, t0 + CH);
     load(c);
@@ -390,8 +393,9 @@ struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 //   B1: from (0, 0, 0); leaves dS^0_a, dz^0_a and R_g = M_{b-1} ... M_a, M_t = I - alpha_hat_t k_hat_t^T
 //   B2: from (dS_b, dz_b, 0); leaves sym(dA^0_a) and Phi_g = F_{b-1} ... F_a, F_t = I - zv_t u_t^T / delta_t
 //   B3: from (dS_b, dz_b, Sigma_b); writes the group's rows of dq, dk, dv, du
-// The chains between them (C1, C2) are vla_group_chain_kernel below.
-enum class Walk { Sequence, B1, B2, B3 };
+// The chains between them (C1, C2) are vla_group_chain_kernel below. Fill: the forward alone over a group
+// from its first checkpoint, writing the others (where a forward left only every group's first).
+enum class Walk { Sequence, Fill, B1, B2, B3 };
 __host__ __device__ constexpr bool writes_grads(Walk w) { return w == Walk::Sequence || w == Walk::B3; }
 __host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 || w == Walk::B2; }
 
@@ -405,7 +409,6 @@ __host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 ||
 struct GroupArgs {
   int groups = 1;       // per sequence
   int chunks = 1;       // kBackwardChunk-chunks per group (group tokens / kBackwardChunk)
-  bool starts_only = false;  // only each group's first checkpoint exists: B1 writes the others
   float* local = nullptr;
   float* product = nullptr;
   float* carry = nullptr;
@@ -598,9 +601,10 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
                   Slots<D>(workspace, seq, x.T), st, read, fwd, rev);
   } else {
     const int c0 = grp * ga.chunks, c1 = min((x.T + kBackwardChunk - 1) / kBackwardChunk, c0 + ga.chunks);
-    const bool given = W != Walk::B1 || !ga.starts_only;  // B1 writes the checkpoints B2 and B3 read
-    two_passes<D>(x.T, c0, c1, given, true, Slots<D>(workspace, seq, x.T, ga.scratch + slot * kBackwardChunk * backward_slot_floats(D)),
-                  st, read, fwd, rev);
+    two_passes<D>(x.T, c0, c1, W != Walk::Fill, true,
+                  Slots<D>(workspace, seq, x.T, ga.scratch + slot * kBackwardChunk * backward_slot_floats(D)), st, read, fwd, rev,
+                  W == Walk::Fill);
+    if constexpr (W == Walk::Fill) return;
     __syncthreads();  // the last step's shared writes (dS, dA, P) are done
     float* loc = ga.local + slot * kCarry;
     float* prod = ga.product + slot * D * D;
@@ -819,11 +823,12 @@ template <int D, Walk W> cudaError_t launch_walk(const RecurrentTensors& x, cons
   return cudaGetLastError();
 }
 
-// B1, C1, B2, C2, B3 in stream order (each reads what the one before wrote).
+// [Fill,] B1, C1, B2, C2, B3 in stream order (each reads what the one before wrote).
 template <int D> cudaError_t launch_groups(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
-                                           float* ws, const GroupArgs& ga, cudaStream_t s) {
+                                           float* ws, const GroupArgs& ga, const GroupArgs* fill, cudaStream_t s) {
   const unsigned seqs = unsigned(x.B) * unsigned(x.H);
   cudaError_t e;
+  if (fill && (e = launch_walk<D, Walk::Fill>(x, g, p, ws, *fill, s)) != cudaSuccess) return e;
   if ((e = launch_walk<D, Walk::B1>(x, g, p, ws, ga, s)) != cudaSuccess) return e;
   vla_group_chain_kernel<D, 1><<<seqs, kChainThreads, 0, s>>>(ga);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -858,17 +863,41 @@ std::size_t vla_group_backward_workspace_floats(int B, int H, int T, int d, int 
   return std::size_t(backward_checkpoint_offset(seqs, T, d, 0) + seqs * groups * group_slot_floats(d));
 }
 
+int vla_group_backward_tokens(int B, int H, int T, int d) {
+  constexpr int CH = kBackwardChunk;
+  if (B < 1 || H < 1 || T < 1) return CH;
+  // Blocks of B3 (the largest shared memory of the walks but B1 / B2's one matrix more: close enough)
+  // resident at once on this device.
+  int dev = 0, sms = 1, per_sm = 1;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  auto occupancy = [&](auto kernel, std::size_t bytes) {
+    if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, d, bytes);
+  };
+  switch (d) {
+    case 16: occupancy(vla_backward_kernel<16, Walk::B1>, sizeof(float) * VlaSmem<16, true>::FLOATS); break;
+    case 32: occupancy(vla_backward_kernel<32, Walk::B1>, sizeof(float) * VlaSmem<32, true>::FLOATS); break;
+    case 64: occupancy(vla_backward_kernel<64, Walk::B1>, sizeof(float) * VlaSmem<64, true>::FLOATS); break;
+    default: break;
+  }
+  cudaGetLastError();  // a failed query leaves per_sm = 1: a valid, if long, group
+  const long long resident = std::max(1LL, (long long)sms * std::max(per_sm, 1));
+  const long long chunks = ((long long)B * H * ((T + CH - 1) / CH) + resident - 1) / resident;  // per block, one wave
+  return int(std::min<long long>(std::max(1LL, chunks), (T + CH - 1) / CH)) * CH;
+}
+
 cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int group_tokens,
-                               bool starts_only, float* workspace, cudaStream_t stream) {
+                               int starts_every, float* workspace, cudaStream_t stream) {
   if (x.B < 1 || x.H < 1 || x.T < 1 || !x.q || !x.k || !x.v || !x.u) return cudaErrorInvalidValue;
   if (!g.dout || !g.dq || !g.dk || !g.dv || !g.du || !workspace) return cudaErrorInvalidValue;
   if (x.checkpoints != workspace) return cudaErrorInvalidValue;  // a forward has written them there
   if (group_tokens < kBackwardChunk || group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
+  if (starts_every < 0 || starts_every % kBackwardChunk != 0) return cudaErrorInvalidValue;
   if (!(p.eps <= 1.f)) return cudaErrorInvalidValue;  // a clamped delta would make C2 no congruence
   GroupArgs ga;
   ga.groups = (x.T + group_tokens - 1) / group_tokens;
   ga.chunks = group_tokens / kBackwardChunk;
-  ga.starts_only = starts_only;
   const long long seqs = (long long)x.B * x.H, slots = seqs * ga.groups;
   if (slots > 0x7fffffffLL) return cudaErrorInvalidValue;
   float* at = workspace + backward_checkpoint_offset(seqs, x.T, x.d, 0);
@@ -877,10 +906,14 @@ cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& 
   ga.carry = at + slots * carry;
   ga.product = ga.carry + slots * carry;
   ga.scratch = ga.product + slots * x.d * x.d;
+  GroupArgs fill = ga;  // the forward over the given starts' groups (it reads no buffer but the checkpoints)
+  fill.groups = starts_every > 0 ? (x.T + starts_every - 1) / starts_every : 1;
+  fill.chunks = starts_every / kBackwardChunk;
+  const GroupArgs* f = starts_every > 0 ? &fill : nullptr;
   switch (x.d) {
-    case 16: return launch_groups<16>(x, g, p, workspace, ga, stream);
-    case 32: return launch_groups<32>(x, g, p, workspace, ga, stream);
-    case 64: return launch_groups<64>(x, g, p, workspace, ga, stream);
+    case 16: return launch_groups<16>(x, g, p, workspace, ga, f, stream);
+    case 32: return launch_groups<32>(x, g, p, workspace, ga, f, stream);
+    case 64: return launch_groups<64>(x, g, p, workspace, ga, f, stream);
     default: return cudaErrorInvalidValue;
   }
 }

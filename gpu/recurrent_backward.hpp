@@ -50,14 +50,20 @@ cudaError_t recurrent_backward(RecurrentKind kind, const RecurrentTensors& x, co
 // parallel, three times (B1, B2, B3: one block per (b, h, group)), with two chains of d x d products
 // across groups between them (C1, C2: one block per (b, h)). The same gradients as recurrent_backward in
 // exact arithmetic. It starts from a forward's checkpoints in the layout above, x.checkpoints == workspace:
-// either all of them (recurrent_forward with x.checkpoints set; starts_only false) or only every group's
-// first (chunked_vla_forward with x.checkpoints set, gpu/chunked_vla_forward.hpp; starts_only true: the
-// first walk writes the rest). workspace: vla_group_backward_workspace_floats(B, H, T, d, group_tokens)
+// either all of them (recurrent_forward with x.checkpoints set; starts_every = 0) or only those at every
+// starts_every-th token (chunked_vla_forward with x.checkpoints set, gpu/chunked_vla_forward.hpp: its
+// group start, chunked_vla_group_tokens; a first launch runs the forward over each such span from its
+// start and writes the rest). workspace: vla_group_backward_workspace_floats(B, H, T, d, group_tokens)
 // floats. cudaErrorInvalidValue, nothing launched: group_tokens not a positive multiple of
-// kBackwardChunk, d outside {16, 32, 64}, eps above 1 (a clamped delta_t makes the dA chain no
-// congruence), x.checkpoints != workspace, a missing pointer.
+// kBackwardChunk, starts_every not a non-negative one, d outside {16, 32, 64}, eps above 1 (a clamped
+// delta_t makes the dA chain no congruence), x.checkpoints != workspace, a missing pointer.
 std::size_t vla_group_backward_workspace_floats(int B, int H, int T, int d, int group_tokens);
 cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int group_tokens,
-                               bool starts_only, float* workspace, cudaStream_t stream = nullptr);
+                               int starts_every, float* workspace, cudaStream_t stream = nullptr);
+// The group length that fills the current device in one wave: the walks are latency-bound sequential
+// chains (a block walks its group token by token), so the shortest groups that keep every resident block
+// slot busy, and no shorter (each group adds a step to the chains): ceil(B H T / (32 resident)) chunks of 32
+// tokens, resident = SMs x the walk kernel's blocks per SM at d (an occupancy query).
+int vla_group_backward_tokens(int B, int H, int T, int d);
 
 }  // namespace vla::gpu

@@ -91,8 +91,10 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = g.get(); x.o = o.get();
   x.B = a.batch; x.H = a.heads; x.T = T; x.d = a.d_head;
   vla::gpu::DeviceBuffer dout, dq, dk, dv, du, dg, ws;  // (B, H, T, d) each, dg (B, H, T); ws: the backward's checkpoints
-  // The chunked forward's group (its launch's choice, rounded to whole checkpoint chunks), the backward's too.
-  const int group_tokens = vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, backward);
+  // The chunked forward's group (its launch's choice, rounded to whole checkpoint chunks: where it leaves
+  // checkpoints) and the backward's own (one wave of walks on this device).
+  const int starts_every = vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, backward);
+  const int group_tokens = vla::gpu::vla_group_backward_tokens(a.batch, a.heads, T, a.d_head);
   vla::gpu::RecurrentGrads grads;
   if (backward) {
     dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n);
@@ -106,7 +108,7 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   return median_event_ms(a.reps, [&] {
     if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
-    if (backward && chunked) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, true, ws.get()), "vla_group_backward");
+    if (backward && chunked) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
     else if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
   });
 }

@@ -146,15 +146,16 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
   return r;
 }
 
-// The group-parallel VLA backward (vla_group_backward) after the forward that leaves its checkpoints:
-// the fused forward (all of them) when chunked_group < 0, with groups of group_tokens; else the chunked
-// forward (every group's first only; chunk length `chunk`, groups of chunked_group segments, 0 the
-// launch's choice), the backward taking its group. Workspace and outputs poisoned. dq, dk, dv, du.
-struct GroupRun { std::vector<std::vector<float>> grads; int group_tokens; };
+// The group-parallel VLA backward (vla_group_backward) with groups of group_tokens (0: its own choice,
+// vla_group_backward_tokens) after the forward that leaves its checkpoints: the fused forward (all of
+// them) when chunked_group < 0; else the chunked forward (only at its group starts; chunk length `chunk`,
+// groups of chunked_group segments, 0 the launch's choice). Workspace and outputs poisoned. dq, dk, dv, du.
+struct GroupRun { std::vector<std::vector<float>> grads; int group_tokens, starts_every; };
 GroupRun run_gpu_group(const Case& c, const vla::gpu::RecurrentParams& p, int group_tokens, int chunked_group = -1, int chunk = 0) {
   using vla::gpu::DeviceBuffer;
   const Shape s = c.s;
-  if (chunked_group >= 0) group_tokens = vla::gpu::chunked_vla_group_tokens(chunk, chunked_group, p, s.B * s.H, s.T, true);
+  if (group_tokens == 0) group_tokens = vla::gpu::vla_group_backward_tokens(s.B, s.H, s.T, s.d);
+  const int starts_every = chunked_group < 0 ? 0 : vla::gpu::chunked_vla_group_tokens(chunk, chunked_group, p, s.B * s.H, s.T, true);
   DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
   const std::size_t n = c.in[0].size();
   DeviceBuffer dq(n), dk(n), dv(n), du(n), o(n), ws(vla::gpu::vla_group_backward_workspace_floats(s.B, s.H, s.T, s.d, group_tokens));
@@ -166,10 +167,10 @@ GroupRun run_gpu_group(const Case& c, const vla::gpu::RecurrentParams& p, int gr
   g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
   if (chunked_group < 0) vla::gpu::check(vla::gpu::recurrent_forward(RecurrentKind::Vla, x, p), "recurrent_forward launch");
   else vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, chunked_group), "chunked_vla_forward launch");
-  vla::gpu::check(vla::gpu::vla_group_backward(x, g, p, group_tokens, chunked_group >= 0, ws.get()), "vla_group_backward launch");
+  vla::gpu::check(vla::gpu::vla_group_backward(x, g, p, group_tokens, starts_every, ws.get()), "vla_group_backward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "vla_group_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "vla_group_backward (last error)");
-  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens};
+  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens, starts_every};
 }
 
 // Checks a group-parallel run against the double reference at the fp32 bound, every element written and
@@ -183,7 +184,7 @@ void check_group(const std::string& label, const Shape& s, const GroupRun& run, 
   REQUIRE(run.grads.size() == 4);
   for (std::size_t a = 0; a < 4; ++a) {
     INFO(label << " " << names[a] << " B=" << s.B << " H=" << s.H << " T=" << s.T << " d=" << s.d << " group " << run.group_tokens
-               << " tokens, tol " << tol);
+               << " tokens, checkpoints every " << run.starts_every << ", tol " << tol);
     bool finite = true;
     for (float x : run.grads[a]) finite = finite && std::isfinite(x);
     REQUIRE(finite);
@@ -191,7 +192,8 @@ void check_group(const std::string& label, const Shape& s, const GroupRun& run, 
     // a race between groups: the group form is the sequential reverse pass in exact arithmetic.
     const double e = rel_err(run.grads[a], ref[a]);
     const double e_seq = seq.empty() ? std::nan("") : rel_err(seq[a], ref[a]);
-    WARN(label << " group backward " << names[a] << " d=" << s.d << " T=" << s.T << " group " << run.group_tokens << ": rel err " << e
+    WARN(label << " group backward " << names[a] << " d=" << s.d << " T=" << s.T << " group " << run.group_tokens << " starts "
+               << run.starts_every << ": rel err " << e
                << " (sequential kernel " << e_seq << ", bound " << tol << ")");
     CHECK(e <= tol);
   }
@@ -384,9 +386,10 @@ TEST_CASE("group-parallel VLA backward after the chunked forward's group-start c
           "[gpu][bwd-full][bwd][group-bwd][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // The fwd+bwd pair without a sequential pass: the chunked forward writes only (S, A, z) before each of its
-  // groups (its own fp32 rounding, A not symmetric), the first walk the rest. Refresh 20 (segments of 20
-  // tokens: groups of 8 or 16 segments, or the launch's choice rounded to 8) and off (chunks of 16: groups
-  // of 2 or 6).
+  // groups (its own fp32 rounding, A not symmetric), the fill launch the rest; the backward's groups are its
+  // own (32 or 64 tokens, or its choice), shorter or longer than the forward's. Refresh 20 (segments of 20
+  // tokens: forward groups of 8 or 16 segments, or the launch's choice rounded to 8) and off (chunks of 16:
+  // groups of 2 or 6).
   struct Run { Shape s; int period, chunk; std::vector<int> groups; };
   const std::vector<Run> runs{{{2, 3, 67, 32}, 20, 0, {8, 0}}, {{1, 2, 1009, 32}, 20, 0, {8, 16, 0}}, {{3, 2, 150, 32}, 0, 16, {2, 6, 0}}};
   std::uint64_t seed = 9300;
@@ -395,7 +398,9 @@ TEST_CASE("group-parallel VLA backward after the chunked forward's group-start c
     const auto ref = run_reference("vla", c, r.period);
     vla::gpu::RecurrentParams p = kernel_of("vla").params;
     p.refresh_period = r.period;
-    for (int g : r.groups) check_group("vla after chunked (refresh " + std::to_string(r.period) + ")", r.s, run_gpu_group(c, p, 0, g, r.chunk), ref, {});
+    for (int g : r.groups)
+      for (int gt : {32, 64, 0})
+        check_group("vla after chunked (refresh " + std::to_string(r.period) + ")", r.s, run_gpu_group(c, p, gt, g, r.chunk), ref, {});
   }
 }
 
@@ -432,19 +437,31 @@ TEST_CASE("group-parallel VLA backward and the chunked forward's checkpoints ref
   const vla::gpu::RecurrentParams p;
   for (int gt : {0, 16, 48, -32}) {  // a group must be a whole number of checkpoint chunks (32 tokens)
     INFO("group_tokens " << gt);
-    CHECK(vla_group_backward(x, g, p, gt, false, buf.get()) == cudaErrorInvalidValue);
+    CHECK(vla_group_backward(x, g, p, gt, 0, buf.get()) == cudaErrorInvalidValue);
+  }
+  for (int every : {20, -32}) {  // so must the span between given checkpoints
+    INFO("starts_every " << every);
+    CHECK(vla_group_backward(x, g, p, 32, every, buf.get()) == cudaErrorInvalidValue);
   }
   x.d = 96;  // compiled for d in {16, 32, 64}
-  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  CHECK(vla_group_backward(x, g, p, 32, 0, buf.get()) == cudaErrorInvalidValue);
   x.d = 32;
   vla::gpu::RecurrentParams big_eps;
   big_eps.eps = 2.f;  // delta_t could be clamped: the dA chain would not be a congruence
-  CHECK(vla_group_backward(x, g, big_eps, 32, false, buf.get()) == cudaErrorInvalidValue);
+  CHECK(vla_group_backward(x, g, big_eps, 32, 0, buf.get()) == cudaErrorInvalidValue);
   x.checkpoints = nullptr;  // no forward has left checkpoints
-  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  CHECK(vla_group_backward(x, g, p, 32, 0, buf.get()) == cudaErrorInvalidValue);
   x.checkpoints = buf.get();
   g.du = nullptr;
-  CHECK(vla_group_backward(x, g, p, 32, false, buf.get()) == cudaErrorInvalidValue);
+  CHECK(vla_group_backward(x, g, p, 32, 0, buf.get()) == cudaErrorInvalidValue);
+  // Its own group: whole chunks, at least one, at most the sequence's.
+  for (int T : {1, 40, 5000}) {
+    const int gt = vla::gpu::vla_group_backward_tokens(1, 1, T, 32);
+    INFO("T " << T << ": group " << gt);
+    CHECK(gt % 32 == 0);
+    CHECK(gt >= 32);
+    CHECK(gt <= (T + 31) / 32 * 32);
+  }
   // The chunked forward with checkpoints: 3 segments of 20 tokens are not a whole number of 32-token chunks.
   CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 3) == cudaErrorInvalidValue);
   // Its own choice is rounded to a whole number: 8 segments of 20 at least.
