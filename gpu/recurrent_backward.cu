@@ -544,7 +544,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     Acc4 a_de, a_dah, a_p;
     walk<D, 4>([&](int c, int r) {
       a_de.add(r, dS[j * LD + c], sh_ah[c]);
-      a_dah.add(r, dS[c * LD + j], sh_e[c]);
+      if constexpr (W != Walk::B1) a_dah.add(r, dS[c * LD + j], sh_e[c]);
       if constexpr (W == Walk::B1) a_p.add(r, P[j * LD + c], sh_ah[c]);
     });
     const float de = a_de.sum(), dah = a_dah.sum();
@@ -557,8 +557,11 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     walk<D, 4>([&](int c, int r) {
       dS[c * LD + j] = fmaf(sh_de[c], -s.kh, dS[c * LD + j]);
       if constexpr (W == Walk::B1) P[c * LD + j] = fmaf(sh_p[c], -s.kh, P[c * LD + j]);
-      a_sde.add(r, st.S[c * LD + j], sh_de[c]);
+      if constexpr (kWrite) a_sde.add(r, st.S[c * LD + j], sh_de[c]);
     });
+    // B1 is after dS and dz alone (neither reads dA): the rest of the step is dA's and the gradients'. The
+    // next step's first block sum is the barrier its shared writes wait on, as after a full step.
+    if constexpr (W == Walk::B1) return;
     float dkh = -a_sde.sum();
     // Line 20: dalpha = (dah - ah (ah.dah)) / na;  line 19: dA += dalpha kh^T, dkh += A_t^T dalpha.
     const float dal = s.na == 0.f ? 0.f : (dah - s.ah * r6[0]) / s.na;
@@ -586,6 +589,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     dz += ddelta * s.uu;
     du += rank1_and_At_x(sh_dz, dz, s.uu);
     if constexpr (W == Walk::B2) col_axpy<D>(P, j, sh_p, -s.uu / s.dc);
+    if constexpr (!kWrite) return;  // B2 is after dA: dkh and du feed only the gradients
     // Line 10: du_raw = (s / nu)(du - uh (uh.du));  line 9: dkf += (dkh - kh (kh.dkh)) / nk (or dkh
     // where k_hat = phi(k));  line 8.
     float r9[2] = {in.u * du, s.kh * dkh};
