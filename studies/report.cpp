@@ -162,9 +162,10 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   const fs::path csv = out_dir / "gpu-bench" / "chunked-vla-8-4-32.csv", log = out_dir / "gpu-bench" / "chunked-vla-8-4-32.log";
   if (!fs::exists(csv)) return {};
   std::string device, snapshot;
-  std::map<long, double> sdpa_bf16;  // T -> ms
+  std::map<long, double> sdpa_bf16, sdpa_bf16_fb;  // T -> ms, forward and forward + backward
+  std::map<long, double>* into = nullptr;          // the table being read
   std::istringstream lg(fs::exists(log) ? slurp(log) : "");
-  int col = -1;  // the SDPA bf16 column of bench_torch.py's forward table, once its header is seen
+  int col = -1;  // the SDPA bf16 column of bench_torch.py's forward or fwd+bwd table, once its header is seen
   for (std::string l; std::getline(lg, l);) {
     if (l.rfind("device 0: ", 0) == 0 && device.empty()) device = l.substr(10);
     if (l.rfind("snapshot: ", 0) == 0) snapshot = l.substr(10);  // the git revision built on the device
@@ -174,14 +175,16 @@ std::string chunked_vla_section(const fs::path& out_dir) {
       const auto a = c.find_first_not_of(' ');
       cells.push_back(a == std::string::npos ? std::string() : c.substr(a, c.find_last_not_of(' ') - a + 1));
     }
-    if (l.rfind("| T | vla ms |", 0) == 0) {
+    const bool fwd = l.rfind("| T | vla ms |", 0) == 0, fb = l.rfind("| T | vla fwd+bwd ms |", 0) == 0;
+    if (fwd || fb) {
       col = -1;
+      into = fwd ? &sdpa_bf16 : &sdpa_bf16_fb;
       for (std::size_t i = 0; i < cells.size(); ++i)
-        if (cells[i] == "sdpa bf16 ms") col = int(i);
+        if (cells[i] == (fwd ? "sdpa bf16 ms" : "sdpa bf16 fwd+bwd ms")) col = int(i);
     } else if (col >= 0 && cells.size() > std::size_t(col) && !cells[1].empty() && std::isdigit(static_cast<unsigned char>(cells[1][0]))) {
       char* end = nullptr;
       const double ms = std::strtod(cells[col].c_str(), &end);
-      if (end != cells[col].c_str() && *end == '\0') sdpa_bf16[std::stol(cells[1])] = ms;  // a "—" (not run) is skipped
+      if (end != cells[col].c_str() && *end == '\0') (*into)[std::stol(cells[1])] = ms;  // a "—" (not run) is skipped
     } else if (l.rfind("|", 0) != 0) {
       col = -1;  // the table ended
     }
@@ -210,13 +213,15 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   if (std::ranges::find(t.header, "vla_chunked_fwdbwd_ms") == t.header.end()) return m + "\n";
   m += "\nForward + backward (fp32; the chunked forward leaves each group's state, the group-parallel backward of "
        "gpu/recurrent_backward.hpp starts from it). The target: within 2x of fla's chunked delta rule at T = 16384 and 65536.\n\n"
-       "| T | fused VLA fwd+bwd | chunked fwd + group bwd | fused / chunked | fla chunk delta bf16 fwd+bwd (anchor) | chunked / fla |\n"
-       "|---|---|---|---|---|---|\n";
+       "| T | fused VLA fwd+bwd | chunked fwd + group bwd | fused / chunked | SDPA bf16 fwd+bwd | chunked / SDPA bf16 | "
+       "fla chunk delta bf16 fwd+bwd (anchor) | chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
   for (std::size_t i = 0; i < T.size(); ++i) {
+    const auto sd = sdpa_bf16_fb.find(long(T[i]));
     const auto fla = anchor(T[i]);
-    const bool f = fla != std::end(kFlaAnchors);
-    m += fmt::format("| {:.0f} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n", T[i], fused_fb[i], chunked_fb[i], fused_fb[i] / chunked_fb[i],
+    const bool s = sd != sdpa_bf16_fb.end(), f = fla != std::end(kFlaAnchors);
+    m += fmt::format("| {:.0f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} |\n", T[i], fused_fb[i], chunked_fb[i],
+                     fused_fb[i] / chunked_fb[i], cell(s, s ? sd->second : 0, "{:.3g}"), cell(s, s ? chunked_fb[i] / sd->second : 0, "{:.2f}"),
                      cell(f, f ? fla->fwdbwd : 0, "{:.3g}"), cell(f, f ? chunked_fb[i] / fla->fwdbwd : 0, "{:.2f}"));
   }
   return m + "\n";

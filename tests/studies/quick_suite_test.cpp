@@ -128,7 +128,8 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
       << "B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms\n8,4,32,4096,4.0,2.0,40.0,8.0\n8,4,32,8192,8.0,4.0,80.0,16.0\n";
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
       << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms | linear ms | deltanet ms | sdpa bf16 ms |\n| --- | --- | --- | --- | --- |\n"
-         "| 4096 | 4.0 | 1 | 1 | 0.5 |\n| 8192 | 8.0 | 2 | 2 | — |\ndone\n";  // a cell not run: skipped, not a crash
+         "| 4096 | 4.0 | 1 | 1 | 0.5 |\n| 8192 | 8.0 | 2 | 2 | — |\ndone\n"  // a cell not run: skipped, not a crash
+         "| T | vla fwd+bwd ms | sdpa bf16 fwd+bwd ms |\n| --- | --- | --- |\n| 4096 | 40.0 | 4.0 |\n";
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -146,8 +147,8 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   // Forward, then forward + backward; fla's anchor (and the ratio to it) only at the T it was measured at.
   CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 | 0.865 | 2.31 |") != std::string::npos);
   CHECK(report.find("| 8192 | 8.00 | 4.000 | 2.00 |  |  |  |  |") != std::string::npos);
-  CHECK(report.find("| 4096 | 40.00 | 8.00 | 5.00 | 6.97 | 1.15 |") != std::string::npos);
-  CHECK(report.find("| 8192 | 80.00 | 16.00 | 5.00 |  |  |") != std::string::npos);
+  CHECK(report.find("| 4096 | 40.00 | 8.00 | 5.00 | 4 | 2.00 | 6.97 | 1.15 |") != std::string::npos);
+  CHECK(report.find("| 8192 | 80.00 | 16.00 | 5.00 |  |  |  |  |") != std::string::npos);
   const auto claims = vla::studies::read_json(s.path / "claims.json");
   for (const auto& c : claims.at("claims"))
     if (c.contains("studies") && c.at("verdict") != "not-run") CHECK(c.at("quick").get<bool>());
