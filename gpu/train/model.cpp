@@ -37,9 +37,9 @@ struct GpuModel::Impl {
   // The mixer's GPU path, from its rule's GPU trait (core/rules/<rule>/gpu.hpp), read once. Softmax
   // attention is not a recurrence: it runs gpu/softmax_attention.hpp (cuBLAS + row kernels) instead.
   GpuKernel trait;
-  bool softmax = false;                    // softmax attention; then kind stays Linear (no u, no gate)
-  RecurrentKind kind = RecurrentKind::Linear;
-  bool gated = false;
+  bool softmax() const { return trait.path == GpuPath::Softmax; }  // then kind() is Linear: no u, no gate
+  RecurrentKind kind() const { return trait.kind; }
+  bool gated() const { return trait.gated; }
   std::vector<std::size_t> off;            // start of tensor i in the flat arrays
   std::vector<int> rows, cols;             // tensor i's shape
   DeviceBuffer P, G, M, V;                 // flat parameters, gradient, AdamW moments
@@ -138,8 +138,8 @@ struct GpuModel::Impl {
     tokens = DeviceBuffer(n); targets = DeviceBuffer(n);
     dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
     dmix = MixerGrads(n, hd, H);
-    stats = DeviceBuffer(softmax ? 0 : std::size_t(cfg.layers) * n * H * 3);
-    if (softmax) {
+    stats = DeviceBuffer(softmax() ? 0 : std::size_t(cfg.layers) * n * H * 3);
+    if (softmax()) {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
     } else {
@@ -173,9 +173,6 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   m.stream = stream;
   check(cudaGetDevice(&m.device), "cudaGetDevice");
   m.trait = gpu_kernel_of(cfg.mixer);
-  m.softmax = m.trait.path == GpuPath::Softmax;
-  if (!m.softmax) m.kind = m.trait.kind;
-  m.gated = m.trait.gated;
   std::size_t total = 0;
   for (const auto& t : p.t) {
     m.off.push_back(total);
@@ -336,8 +333,8 @@ RecurrentTensors GpuModel::Impl::kernel_inputs(const MixerActs& a) const {
   RecurrentTensors x;
   x.B = B; x.H = cfg.heads; x.T = T; x.d = cfg.d_head;
   x.q = a.qb.get(); x.k = a.kb.get(); x.v = a.vb.get();
-  if (kind == RecurrentKind::Vla) x.u = a.ub.get();
-  if (gated) x.g = a.gb.get();
+  if (kind() == RecurrentKind::Vla) x.u = a.ub.get();
+  if (gated()) x.g = a.gb.get();
   return x;
 }
 
@@ -355,17 +352,17 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
   check_launch(bthc_to_bhtc(a.V.get(), B, T, H, dh, a.vb.get(), stream), "permute v");
   RecurrentTensors x = kernel_inputs(a);
   x.o = a.ob.get();
-  if (backward && !softmax) {
+  if (backward && !softmax()) {
     x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
     x.checkpoints = a.ck.get();                          // for this layer's backward
   }
-  if (kind == RecurrentKind::Vla) u_forward(l, a);
-  if (gated) {  // gate logits G = H1 W_g^T + b_g, (N, H)
+  if (kind() == RecurrentKind::Vla) u_forward(l, a);
+  if (gated()) {  // gate logits G = H1 W_g^T + b_g, (N, H)
     linear_fwd(H1, N, d, p(blk(l, WG)), p(blk(l, BG)), H, a.G.get(), 0.f);
     check_launch(bthc_to_bhtc(a.G.get(), B, T, H, 1, a.gb.get(), stream), "permute g");
   }
-  if (softmax) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
-  else check_launch(recurrent_forward(kind, x, rp, stream), "recurrent_forward");
+  if (softmax()) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
+  else check_launch(recurrent_forward(kind(), x, rp, stream), "recurrent_forward");
   check_launch(bhtc_to_bthc(a.ob.get(), B, T, H, dh, a.O.get(), stream), "permute o");
   linear_fwd(a.O.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f);  // X += Y (residual)
 }
@@ -380,22 +377,22 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
   RecurrentTensors x = kernel_inputs(a);
   RecurrentGrads rg;
   rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
-  if (kind == RecurrentKind::Vla) rg.du = m.dub.get();
-  if (gated) rg.dg = m.dgb.get();
-  if (softmax)
+  if (kind() == RecurrentKind::Vla) rg.du = m.dub.get();
+  if (gated()) rg.dg = m.dgb.get();
+  if (softmax())
     softmax_attention_backward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, plan, work.get());
   else {
     x.checkpoints = a.ck.get();  // written by this layer's forward
-    check_launch(recurrent_backward(kind, x, rg, rp, a.ck.get(), stream), "recurrent_backward");
+    check_launch(recurrent_backward(kind(), x, rg, rp, a.ck.get(), stream), "recurrent_backward");
   }
   check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), stream), "permute dq");
   check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), stream), "permute dk");
   check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), stream), "permute dv");
-  if (kind == RecurrentKind::Vla) u_backward(l, a);
+  if (kind() == RecurrentKind::Vla) u_backward(l, a);
   linear_bwd(m.dQ.get(), N, hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f);
   linear_bwd(m.dK.get(), N, hd, H1, d, p(blk(l, WK)), g(blk(l, WK)), g(blk(l, BK)), dH.get(), 1.f);
   linear_bwd(m.dV.get(), N, hd, H1, d, p(blk(l, WV)), g(blk(l, WV)), g(blk(l, BV)), dH.get(), 1.f);
-  if (gated) {
+  if (gated()) {
     check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), stream), "permute dg");
     linear_bwd(m.dG.get(), N, H, H1, d, p(blk(l, WG)), g(blk(l, WG)), g(blk(l, BG)), dH.get(), 1.f);
   }
@@ -483,7 +480,7 @@ void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
   const int H = cfg.heads;
   r.S_fro.assign(cfg.layers, std::nan(""));
   r.A_fro.assign(cfg.layers, std::nan(""));
-  if (softmax) return;
+  if (softmax()) return;
   std::vector<float> last(std::size_t(cfg.layers) * B * H * 3);
   check(cudaMemcpy2DAsync(last.data(), 3 * sizeof(float), stats.get() + std::size_t(T - 1) * 3, std::size_t(T) * 3 * sizeof(float),
                           3 * sizeof(float), std::size_t(cfg.layers) * B * H, cudaMemcpyDeviceToHost, stream), "download stats");
