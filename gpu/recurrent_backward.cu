@@ -33,6 +33,8 @@
 // Every scalar a step needs (norms, dot products) is a block sum that leaves bitwise the same value in
 // all threads (BlockSum: warp shuffles, then one barrier). Otherwise this is the simple, race-free form,
 // not tuned further (docs/gpu.md gives its measured cost against the forward).
+// The group-parallel VLA backward (vla_group_backward, at the end) runs the same kernel over one group of
+// tokens per block, from a carry the chains between its walks provide (Walk below).
 #include "gpu/recurrent_backward.hpp"
 
 #include "core/phi.hpp"
@@ -628,6 +630,20 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
 //   C2 (after B2): Sigma_a = Phi_g^T Sigma_b Phi_g + sym(dA^0_a)
 // Thread e (of kChainThreads) owns entries e, e + kChainThreads, ... of the d x d result.
 constexpr int kChainThreads = 1024;
+// next = X Y (kXt: X^T Y) at the entries e0, e0 + kChainThreads, ... of a d x d result; X and Y in shared
+// memory with row stride d + 1. C1 takes cur P, C2 cur P and then P^T cur.
+template <int D, int E, bool kXt>
+__device__ __forceinline__ void chain_product(float (&next)[E], const float* X, const float* Y, int e0) {
+  constexpr int LD = D + 1;
+#pragma unroll
+  for (int n = 0; n < E; ++n) {
+    const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
+    if (e >= D * D) break;
+    float a = 0.f;
+    for (int k = 0; k < D; ++k) a = fmaf(kXt ? X[k * LD + r] : X[r * LD + k], Y[k * LD + c], a);
+    next[n] = a;
+  }
+}
 template <int D, int kPass>
 __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const GroupArgs ga) {
   constexpr int LD = D + 1, E = (D * D + kChainThreads - 1) / kChainThreads;
@@ -642,17 +658,6 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
   }
   if (kPass == 1)
     for (int i = e0; i < D; i += kChainThreads) ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + 2 * D * D + i] = 0.f;
-  // next = cur P (C1: dS_b R_g; C2: Sigma_b Phi_g), entries e0, e0 + kChainThreads, ...
-  auto times_P = [&](float (&next)[E]) {
-#pragma unroll
-    for (int n = 0; n < E; ++n) {
-      const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
-      if (e >= D * D) break;
-      float a = 0.f;
-      for (int k = 0; k < D; ++k) a = fmaf(cur[r * LD + k], P[k * LD + c], a);
-      next[n] = a;
-    }
-  };
   auto store_cur = [&](const float (&next)[E]) {
 #pragma unroll
     for (int n = 0; n < E; ++n) {
@@ -668,19 +673,12 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
     for (int e = e0; e < D * D; e += kChainThreads) P[(e / D) * LD + e % D] = ga.product[at * D * D + e];
     __syncthreads();  // P and cur written
     float next[E];
-    times_P(next);
-    if constexpr (kPass == 2) {  // cur <- Sigma_b Phi_g, then next = Phi_g^T cur
+    chain_product<D, E, false>(next, cur, P, e0);  // C1: dS_b R_g; C2: Sigma_b Phi_g
+    if constexpr (kPass == 2) {                     // cur <- Sigma_b Phi_g, then next = Phi_g^T cur
       __syncthreads();
       store_cur(next);
       __syncthreads();
-#pragma unroll
-      for (int n = 0; n < E; ++n) {
-        const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
-        if (e >= D * D) break;
-        float a = 0.f;
-        for (int k = 0; k < D; ++k) a = fmaf(P[k * LD + r], cur[k * LD + c], a);
-        next[n] = a;
-      }
+      chain_product<D, E, true>(next, P, cur, e0);
     }
 #pragma unroll
     for (int n = 0; n < E; ++n) {
@@ -815,7 +813,7 @@ template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, 
   return cudaGetLastError();
 }
 
-// One group walk (B1, B2, B3) over every (sequence, group) at once.
+// One group walk (Fill, B1, B2, B3) over every (sequence, group) at once.
 template <int D, Walk W> cudaError_t launch_walk(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
                                                  float* ws, const GroupArgs& ga, cudaStream_t s) {
   constexpr std::size_t bytes = sizeof(float) * VlaSmem<D, has_product(W)>::FLOATS;
@@ -913,6 +911,7 @@ cudaError_t vla_group_backward(const RecurrentTensors& x, const RecurrentGrads& 
   GroupArgs fill = ga;  // the forward over the given starts' groups (it reads no buffer but the checkpoints)
   fill.groups = starts_every > 0 ? (x.T + starts_every - 1) / starts_every : 1;
   fill.chunks = starts_every / kBackwardChunk;
+  if (seqs * fill.groups > 0x7fffffffLL) return cudaErrorInvalidValue;
   const GroupArgs* f = starts_every > 0 ? &fill : nullptr;
   switch (x.d) {
     case 16: return launch_groups<16>(x, g, p, workspace, ga, f, stream);

@@ -80,7 +80,7 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 // Median milliseconds of one fused forward over (B, H, T, d) inputs; with `backward`, of the forward
 // followed by the fused backward (dL/do random, the workspace allocated once outside the timing); with
 // `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters), and
-// its backward the group-parallel one over the forward's groups (gpu/recurrent_backward.hpp).
+// as its backward the group-parallel one (gpu/recurrent_backward.hpp) from the forward's group starts.
 double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false) {
   using vla::gpu::check;
   const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
@@ -93,13 +93,14 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   vla::gpu::DeviceBuffer dout, dq, dk, dv, du, dg, ws;  // (B, H, T, d) each, dg (B, H, T); ws: the backward's checkpoints
   // The chunked forward's group (its launch's choice, rounded to whole checkpoint chunks: where it leaves
   // checkpoints) and the backward's own (one wave of walks on this device).
-  const int starts_every = vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, backward);
-  const int group_tokens = vla::gpu::vla_group_backward_tokens(a.batch, a.heads, T, a.d_head);
+  const bool group_bwd = chunked && backward;
+  const int starts_every = group_bwd ? vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, true) : 0;
+  const int group_tokens = group_bwd ? vla::gpu::vla_group_backward_tokens(a.batch, a.heads, T, a.d_head) : 0;
   vla::gpu::RecurrentGrads grads;
   if (backward) {
     dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n);
     dv = vla::gpu::DeviceBuffer(n); du = vla::gpu::DeviceBuffer(n); dg = vla::gpu::DeviceBuffer(g.size());
-    ws = vla::gpu::DeviceBuffer(chunked ? vla::gpu::vla_group_backward_workspace_floats(a.batch, a.heads, T, a.d_head, group_tokens)
+    ws = vla::gpu::DeviceBuffer(group_bwd ? vla::gpu::vla_group_backward_workspace_floats(a.batch, a.heads, T, a.d_head, group_tokens)
                                         : vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
     check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
     grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
@@ -108,7 +109,7 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   return median_event_ms(a.reps, [&] {
     if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
-    if (backward && chunked) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
+    if (group_bwd) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
     else if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
   });
 }
