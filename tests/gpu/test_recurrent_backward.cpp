@@ -1,8 +1,10 @@
-// The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) against the
-// core head backward in double (core/model/head.hpp: the rules' own adjoints, core/rules/<rule>/adjoint.hpp,
-// checked against finite differences of the core rules in tests/train/head_backward_test.cpp), on
-// fresh random inputs, several shapes, every output poisoned with NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh runs): passes with a warning and
-// checks nothing where no CUDA device is visible (CI), because there is nothing to run the kernel on.
+// The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) and VLA's
+// group-parallel backward (vla_group_backward, [group-bwd]) against the core head backward in double
+// (core/model/head.hpp: the rules' own adjoints, core/rules/<rule>/adjoint.hpp, checked against finite
+// differences of the core rules in tests/train/head_backward_test.cpp), on fresh random inputs, several
+// shapes, every output poisoned with NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh
+// runs): passes with a warning and checks nothing where no CUDA device is visible (CI), because there is
+// nothing to run the kernel on.
 #include "core/model/head.hpp"
 #include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
