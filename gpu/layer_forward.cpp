@@ -42,6 +42,11 @@ std::string_view form_name(RecurrentForm f) {
   return f == RecurrentForm::Chunked ? "chunked" : f == RecurrentForm::Fused ? "fused" : "auto";
 }
 
+bool chunked_serves(const GpuKernel& k, int d) {
+  return k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key && k.params.eps <= 1.f &&
+         std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) != std::end(kChunkedVlaHeads);
+}
+
 RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace) {
   if (f == RecurrentForm::Fused) return f;
   // What the chunked forward covers (its header): VLA's kernel with k_hat normalised (the `vla` preset),
@@ -60,7 +65,7 @@ RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bo
                                               k.params.eps));
     return f;
   }
-  return vla && unclamped && width && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;
+  return chunked_serves(k, d) && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;
 }
 
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,

@@ -36,6 +36,7 @@ struct Args {
   int threads = 0;
   int stop_after = -1;
   std::string device = "cpu";
+  std::string form = "auto";         // --recurrent-form: --device cuda only (gpu/train/model.hpp)
   std::vector<std::uint64_t> seeds;  // several runs: --mixers x --seeds
   std::vector<std::string> mixers;
   bool data_parallel = false;
@@ -97,6 +98,10 @@ const vla::cli::RegisterCommand reg{
                                                          "spread over the visible GPUs; cuda:N: each run data-parallel over GPUs 0..N-1, "
                                                          "NCCL). With --resume: default the runs' device; another one is refused")
                       ->capture_default_str();
+      app.add_option("--recurrent-form", a->form,
+                     "auto | fused | chunked: the kernels of VLA's recurrence on one GPU (chunked: the `vla` preset at "
+                     "d_head 32; auto takes it for at most 32 sequences of at least 256 tokens, where it measured faster)")
+          ->capture_default_str();
       app.add_flag("--data-parallel", a->data_parallel,
                    "under mpirun: each batch's shards over the ranks (CPU), the one-process run bit for bit; rank 0 writes");
       app.final_callback([a, dev] {
@@ -129,9 +134,13 @@ const vla::cli::RegisterCommand reg{
         }
         const vla::train::Device device =
             a->data_parallel ? vla::train::data_parallel_device(ranks) : vla::cli::training_device(a->device);
+        if (a->form != "auto" && a->device != "cuda")
+          throw std::invalid_argument(fmt::format("--recurrent-form: '{}' picks the kernels of one GPU; it needs --device cuda (got {})",
+                                                  a->form, a->device));
         vla::train::RunOptions ro;
         ro.threads = a->threads;
         ro.stop_after = a->stop_after;
+        ro.recurrent_form = a->form;
         ro.interrupt = vla::cli::stop_on_sigint();
 
         if (!many && (a->resume.empty() || dirs.front() == fs::path(a->resume))) {  // one run, in OUT itself

@@ -22,6 +22,8 @@ struct RunOptions {
   std::function<void(const std::string&)> progress;  // progress line, or empty
   int progress_every = 1;                   // a progress line every K steps (and at the last step); 0: every
                                             // ~10% of the run's steps, max(1, steps / 10), also on resume
+  std::string recurrent_form = "auto";      // one GPU only: which kernels run VLA's recurrence (auto, fused,
+                                            // chunked: gpu/train/model.hpp); the same function either way
 };
 
 struct TrainResult {

@@ -3,6 +3,7 @@
 #include "gpu/train/model.hpp"
 
 #include "core/rules/gpu_support.hpp"
+#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
@@ -40,6 +41,9 @@ struct GpuModel::Impl {
   bool softmax() const { return trait.path == GpuPath::Softmax; }  // then kind() is Linear: no u, no gate
   RecurrentKind kind() const { return trait.kind; }
   bool gated() const { return trait.gated; }
+  RecurrentForm form = RecurrentForm::Auto;  // asked for; resolved per batch shape in allocate()
+  bool chunked = false;                      // this shape runs the chunked pair
+  int group_tokens = 0, starts_every = 0;    // the chunked pair's backward groups and the forward's group starts
   std::vector<std::size_t> off;            // start of tensor i in the flat arrays
   std::vector<int> rows, cols;             // tensor i's shape
   DeviceBuffer P, G, M, V;                 // flat parameters, gradient, AdamW moments
@@ -139,9 +143,16 @@ struct GpuModel::Impl {
     dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
     dmix = MixerGrads(n, hd, H);
     stats = DeviceBuffer(softmax() ? 0 : std::size_t(cfg.layers) * n * H * 3);
+    chunked = !softmax() && (form == RecurrentForm::Chunked ||
+                             (form == RecurrentForm::Auto && chunked_serves(trait, cfg.d_head) &&
+                              B * cfg.heads <= kChunkedTrainMaxSeqs && T >= kChunkedTrainMinT));
     if (softmax()) {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
+    } else if (chunked) {
+      group_tokens = vla_group_backward_tokens(B, cfg.heads, T, cfg.d_head);
+      starts_every = chunked_vla_group_tokens(0, 0, trait.params, B * cfg.heads, T, true);
+      for (auto& y : L) y.mix.ck = DeviceBuffer(vla_group_backward_workspace_floats(B, cfg.heads, T, cfg.d_head, group_tokens));
     } else {
       for (auto& y : L) y.mix.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
     }
@@ -166,13 +177,17 @@ struct GpuModel::Impl {
 
 };
 
-GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
+GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream, RecurrentForm form)
+    : impl_(std::make_unique<Impl>()) {
   validate_gpu_config(cfg);
   auto& m = *impl_;
   m.cfg = cfg;
   m.stream = stream;
   check(cudaGetDevice(&m.device), "cudaGetDevice");
   m.trait = gpu_kernel_of(cfg.mixer);
+  // Chunked asked for where it cannot run: refused here, naming --recurrent-form (no trace in training).
+  if (form == RecurrentForm::Chunked) resolve_form(form, m.trait, cfg.d_head, 1, false);
+  m.form = form;
   std::size_t total = 0;
   for (const auto& t : p.t) {
     m.off.push_back(total);
@@ -353,8 +368,8 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
   RecurrentTensors x = kernel_inputs(a);
   x.o = a.ob.get();
   if (backward && !softmax()) {
-    x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
-    x.checkpoints = a.ck.get();                          // for this layer's backward
+    if (!chunked) x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
+    x.checkpoints = a.ck.get();  // for this layer's backward (the chunked forward: its group starts)
   }
   if (kind() == RecurrentKind::Vla) u_forward(l, a);
   if (gated()) {  // gate logits G = H1 W_g^T + b_g, (N, H)
@@ -362,6 +377,7 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
     check_launch(bthc_to_bhtc(a.G.get(), B, T, H, 1, a.gb.get(), stream), "permute g");
   }
   if (softmax()) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
+  else if (chunked) check_launch(chunked_vla_forward(x, rp, 0, 0, stream), "chunked_vla_forward");
   else check_launch(recurrent_forward(kind(), x, rp, stream), "recurrent_forward");
   check_launch(bhtc_to_bthc(a.ob.get(), B, T, H, dh, a.O.get(), stream), "permute o");
   linear_fwd(a.O.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f);  // X += Y (residual)
@@ -383,7 +399,10 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
     softmax_attention_backward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, plan, work.get());
   else {
     x.checkpoints = a.ck.get();  // written by this layer's forward
-    check_launch(recurrent_backward(kind(), x, rg, rp, a.ck.get(), stream), "recurrent_backward");
+    if (chunked)
+      check_launch(vla_group_backward(x, rg, rp, group_tokens, starts_every, a.ck.get(), stream), "vla_group_backward");
+    else
+      check_launch(recurrent_backward(kind(), x, rg, rp, a.ck.get(), stream), "recurrent_backward");
   }
   check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), stream), "permute dq");
   check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), stream), "permute dk");
@@ -480,7 +499,7 @@ void GpuModel::Impl::read_state_norms(GpuBatchResult& r) {
   const int H = cfg.heads;
   r.S_fro.assign(cfg.layers, std::nan(""));
   r.A_fro.assign(cfg.layers, std::nan(""));
-  if (softmax()) return;
+  if (softmax() || chunked) return;  // no state, or no per-token norms computed
   std::vector<float> last(std::size_t(cfg.layers) * B * H * 3);
   check(cudaMemcpy2DAsync(last.data(), 3 * sizeof(float), stats.get() + std::size_t(T - 1) * 3, std::size_t(T) * 3 * sizeof(float),
                           3 * sizeof(float), std::size_t(cfg.layers) * B * H, cudaMemcpyDeviceToHost, stream), "download stats");

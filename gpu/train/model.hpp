@@ -12,6 +12,7 @@
 #include "core/model/params.hpp"
 #include "core/train/adamw.hpp"
 #include "core/train/tasks.hpp"
+#include "gpu/layer_forward.hpp"  // RecurrentForm, chunked_serves
 
 #include <cuda_runtime.h>
 
@@ -27,9 +28,20 @@ struct GpuBatchResult {
   int correct = 0;        // of those, predicted exactly (accuracy = correct / targets)
   // (L) with backward (a training step), as the CPU's batch_gradient: batch mean of the per-sequence
   // mean over heads of ||S_T||_F, ||A_T||_F after the last token (the fused forward kernel's stats);
-  // NaN for softmax (no state) and A for linear/deltanet (no A). Without backward: empty.
+  // NaN for softmax (no state) and A for linear/deltanet (no A), and for both where the chunked pair ran
+  // (it computes no per-token state norms). Without backward: empty.
   std::vector<double> S_fro, A_fro;
 };
+
+// Which kernels run VLA's recurrence (`vla train --device cuda --recurrent-form`): the fused pair
+// (recurrent_forward + recurrent_backward, with the state norms of the log) or the chunked pair
+// (chunked_vla_forward + vla_group_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
+// Auto takes the chunked pair for at most kChunkedTrainMaxSeqs sequences (B H) of at least
+// kChunkedTrainMinT tokens, where it measured faster: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU
+// backward"), fused / chunked ms, B H = 32: 2.32 / 1.76 at T = 256 .. 18.76 / 3.17 at 2048; B H = 4: 4.63 /
+// 1.68 at 512; B H = 256 (the paper's batch): fused faster at T = 128, 512 and 2048.
+inline constexpr int kChunkedTrainMaxSeqs = 32;
+inline constexpr int kChunkedTrainMinT = 256;
 
 class GpuModel {
  public:
@@ -38,7 +50,9 @@ class GpuModel {
   // independent runs share a GPU; null = the legacy default stream).
   // The model lives on the GPU current at construction (its buffers, stream and cuBLAS handle); every
   // member makes that GPU current for its duration, so any host thread may call it.
-  GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p, cudaStream_t stream = nullptr);
+  // form: the recurrence's kernels (above); Chunked where chunked_serves does not throws naming --recurrent-form.
+  GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p, cudaStream_t stream = nullptr,
+           RecurrentForm form = RecurrentForm::Auto);
   ~GpuModel();
   GpuModel(const GpuModel&) = delete;
   GpuModel& operator=(const GpuModel&) = delete;

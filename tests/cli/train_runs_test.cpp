@@ -3,7 +3,8 @@
 //  - the knobs given on the command line reach the run and are stored in its summary.json and checkpoint;
 //  - --seeds x --mixers write one run per mixer and seed in OUT/<mixer>_seed<S>/, each the run that
 //    --mixer M --seed S writes alone (log.csv byte for byte), and --resume OUT continues all of them;
-//  - --seeds with --seed (or --mixers with --mixer) is refused rather than one of them ignored.
+//  - --seeds with --seed (or --mixers with --mixer) is refused rather than one of them ignored, and so is
+//    --recurrent-form off one GPU.
 // A failure means a knob is dropped on the way (a run with the default instead of the asked value), the
 // runs of one call are not the runs a researcher would get one by one, or a stopped batch of runs cannot
 // be continued.
@@ -79,6 +80,19 @@ TEST_CASE("vla train refuses --seeds with --seed and --mixers with --mixer", "[c
     INFO(both << ":\n" << r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("excludes") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "out"));
+  }
+}
+
+TEST_CASE("vla train refuses --recurrent-form off one GPU and names it", "[cli][train]") {
+  // The kernels of VLA's recurrence are a choice of the one-GPU path only: on the CPU a non-default form
+  // would be silently ignored, so it is refused (and nothing written).
+  ScratchDir dir("form");
+  for (const std::string form : {"chunked", "fused"}) {
+    const auto r = run_command(fmt::format("{} train {} --recurrent-form {} --out {}", kVla, tiny(2), form, dir / "out"));
+    INFO(form << ":\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("--recurrent-form") != std::string::npos);
     CHECK_FALSE(fs::exists(dir.path / "out"));
   }
 }

@@ -93,6 +93,44 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
   }
 }
 
+// The chunked pair (chunked_vla_forward + vla_group_backward, `--recurrent-form chunked`) in the same
+// parity check: the same function as the fused pair, so the same bound against the CPU's double; its
+// state norms are NaN (it computes none), which also shows that it, not the fused pair, ran. Asked for
+// where it cannot run (another mixer or width), the model refuses, naming --recurrent-form.
+TEST_CASE("GPU batch gradient through the chunked VLA pair equals the CPU model's", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU training test is skipped"); return; }
+  using vla::gpu::RecurrentForm;
+  ModelConfig c = small_model("vla");
+  c.d_head = 32;
+  const Params<float> p = vla::model::init_params<float>(c, 7);
+  for (int pairs : {4, 20}) {  // T = 13 (one group) and 61 (two backward groups of 32)
+    const auto batch = vla::train::make_batch(mqar(pairs), 8, vla::train::batch_seed(3, 0));
+    const CpuReference ref = cpu_reference(c, p, batch);
+    vla::gpu::train::GpuModel gm(c, p, nullptr, RecurrentForm::Chunked);
+    const auto rg = gm.forward_backward(batch);
+    const Params<float> gg = gm.grads();
+    const double el_cpu = std::abs(ref.loss32 - ref.loss64) / ref.loss64, el_gpu = std::abs(rg.loss - ref.loss64) / ref.loss64;
+    WARN("chunked pair, MQAR n = " << pairs << ": loss rel err cpu-float " << el_cpu << ", gpu " << el_gpu);
+    CHECK(el_gpu <= CpuReference::bound(el_cpu));
+    for (std::size_t i = 0; i < gg.t.size(); ++i) {
+      if (gg.t[i].size() == 0) continue;
+      const double ec = rel_err(ref.g32.t[i], ref.g64.t[i]), eg = rel_err(gg.t[i], ref.g64.t[i]);
+      INFO("chunked pair, n = " << pairs << " " << gg.names[i] << ": cpu-float " << ec << ", gpu " << eg);
+      CHECK(std::isfinite(eg));
+      CHECK(eg <= CpuReference::bound(ec));
+    }
+    REQUIRE(rg.S_fro.size() == std::size_t(c.layers));
+    for (double s : rg.S_fro) CHECK(std::isnan(s));
+    vla::gpu::train::GpuModel fused(c, p, nullptr, RecurrentForm::Fused);
+    for (double s : fused.forward_backward(batch).S_fro) CHECK(std::isfinite(s));
+  }
+  c.d_head = 16;  // no chunked kernel at this width
+  CHECK_THROWS_WITH(vla::gpu::train::GpuModel(c, p, nullptr, RecurrentForm::Chunked), Catch::Contains("--recurrent-form"));
+  c = small_model("deltanet");
+  CHECK_THROWS_WITH(vla::gpu::train::GpuModel(c, vla::model::init_params<float>(c, 7), nullptr, RecurrentForm::Chunked),
+                    Catch::Contains("--recurrent-form"));
+}
+
 // Loss-curve parity, same seed, 200 steps. Step 1 is the same weights and batch, so the losses agree
 // to fp32 forward rounding (bound 1e-5 relative, ~170 u: sums of length <= 128 over 2 blocks and 13
 // recurrent steps). Afterwards the two trajectories differ by the rounding of every update (Adam
