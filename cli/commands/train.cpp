@@ -100,7 +100,7 @@ const vla::cli::RegisterCommand reg{
                       ->capture_default_str();
       app.add_option("--recurrent-form", a->form,
                      "auto | fused | chunked: the kernels of VLA's recurrence on one GPU (chunked: the `vla` preset at "
-                     "d_head 32; auto takes it for at most 32 sequences of at least 256 tokens, where it measured faster)")
+                     "d_head 32; auto takes it where it measured faster, few sequences of many tokens: gpu/train/model.hpp)")
           ->capture_default_str();
       app.add_flag("--data-parallel", a->data_parallel,
                    "under mpirun: each batch's shards over the ranks (CPU), the one-process run bit for bit; rank 0 writes");
