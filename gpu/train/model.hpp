@@ -38,9 +38,10 @@ struct GpuBatchResult {
 // (chunked_vla_forward + vla_group_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
 // Auto takes the chunked pair for at most kChunkedTrainMaxSeqs sequences (B H) of at least
 // kChunkedTrainMinT tokens, where it measured faster: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU
-// backward"), fused / chunked ms, B H = 32: 2.32 / 1.76 at T = 256 .. 18.76 / 3.17 at 2048; B H = 4: 4.63 /
-// 1.68 at 512; B H = 256 (the paper's batch): fused faster at T = 128, 512 and 2048.
-inline constexpr int kChunkedTrainMaxSeqs = 32;
+// backward"), fused / chunked ms: B H = 128: 2.40 / 1.97 at T = 256 .. 19.22 / 10.18 at 2048; B H = 32:
+// 1.17 / 1.57 at T = 128, 2.32 / 1.76 at 256; B H = 256 (the paper's batch): fused faster at T = 128, 512
+// and 2048.
+inline constexpr int kChunkedTrainMaxSeqs = 128;
 inline constexpr int kChunkedTrainMinT = 256;
 
 class GpuModel {
