@@ -3,6 +3,7 @@
 // projections and the recurrences, not here (docs/gpu.md, "Training throughput").
 #include "gpu/train/kernels.hpp"
 
+#include <algorithm>
 #include <cfloat>
 
 namespace vla::gpu::train {
@@ -17,22 +18,13 @@ __global__ void embed_fwd_k(const int* tokens, const float* tok, const float* po
   const int n = int(i / d), j = int(i % d);
   X[i] = tok[(long long)tokens[n] * d + j] + pos[(long long)(n % T) * d + j];
 }
-__global__ void embed_bwd_tok_k(const int* tokens, const float* dX, int N, int d, int V, float* dtok) {
+__global__ void embed_bwd_tok_k(const int* positions, const int* starts, const float* dX, int d, int V, float* dtok) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= (long long)V * d) return;
   const int v = int(i / d), j = int(i % d);
   float acc = 0.f;
-  for (int n = 0; n < N; ++n)
-    if (tokens[n] == v) acc += dX[(long long)n * d + j];
+  for (int k = starts[v]; k < starts[v + 1]; ++k) acc += dX[(long long)positions[k] * d + j];
   dtok[i] += acc;
-}
-__global__ void embed_bwd_pos_k(const float* dX, int N, int T, int d, float* dpos) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= (long long)T * d) return;
-  const int t = int(i / d), j = int(i % d);
-  float acc = 0.f;
-  for (int n = t; n < N; n += T) acc += dX[(long long)n * d + j];
-  dpos[i] += acc;
 }
 
 // Block-wide sum (blockDim.x a multiple of 32, at most 1024).
@@ -83,18 +75,28 @@ __global__ void ln_bwd_k(const float* dY, const float* g, const float* xhat, con
   }
 }
 // Column sums of a row-major (N, m) matrix dY, and with xhat also of dY * xhat (LayerNorm's gain
-// gradient): a block owns kColTile columns, its thread (x, y) adds rows y, y + kRowLanes, ... of column
-// x in row order, then the kRowLanes partial sums meet in a fixed tree over y. The order is fixed for
-// any launch (deterministic, no atomics), and each thread adds N / kRowLanes terms: one thread per column
-// over all N rows was half of a training step's GPU time (docs/gpu.md, "Training throughput").
+// gradient). Block (tile, split) owns kColTile columns of the rows [split R, (split + 1) R); its thread
+// (x, y) adds rows y, y + kRowLanes, ... of column x in row order, then the kRowLanes partial sums meet in
+// a fixed tree over y. With one split the block adds its sums into db (and dg); with several it writes
+// them to scratch (db's splits, then dg's) and column_sums_splits_k adds the splits in order. One thread
+// per column over all N rows was half of a training step's GPU time, and a block per column tile without
+// splits left most SMs idle at the batch sizes of a sweep (docs/gpu.md, "Training throughput").
 constexpr int kColTile = 32, kRowLanes = 32;
+constexpr int kColSumBlocks = 256;   // blocks a launch aims at: a constant, so the order (and the bits) are the same on every GPU
+constexpr int kMinSplitRows = 64, kMaxSplits = 64;
+int column_tiles(int m) { return (m + kColTile - 1) / kColTile; }
+int column_splits(int N, int m) {
+  const int want = (kColSumBlocks + column_tiles(m) - 1) / column_tiles(m);
+  return std::max(1, std::min({want, kMaxSplits, N / kMinSplitRows}));
+}
 template <bool kGain>
-__global__ void column_sums_k(const float* dY, const float* xhat, int N, int m, float* dg, float* db) {
+__global__ void column_sums_k(const float* dY, const float* xhat, int N, int m, int rows_per_split, float* dg, float* db, float* scratch) {
   __shared__ float sum_y[kRowLanes][kColTile + 1], sum_yx[kGain ? kRowLanes : 1][kColTile + 1];
-  const int x = threadIdx.x, y = threadIdx.y, j = blockIdx.x * kColTile + x;
+  const int x = threadIdx.x, y = threadIdx.y, j = blockIdx.x * kColTile + x, split = blockIdx.y;
+  const long long stop = (long long)(split + 1) * rows_per_split, end = stop < N ? stop : N;
   float c = 0.f, a = 0.f;
   if (j < m)
-    for (long long n = y; n < N; n += kRowLanes) {
+    for (long long n = (long long)split * rows_per_split + y; n < end; n += kRowLanes) {
       const float v = dY[n * m + j];
       c += v;
       if (kGain) a += v * xhat[n * m + j];
@@ -109,10 +111,43 @@ __global__ void column_sums_k(const float* dY, const float* xhat, int N, int m, 
     }
     __syncthreads();
   }
-  if (y == 0 && j < m) {
+  if (y != 0 || j >= m) return;
+  if (gridDim.y == 1) {
     db[j] += sum_y[0][x];
     if (kGain) dg[j] += sum_yx[0][x];
+  } else {
+    scratch[(long long)split * m + j] = sum_y[0][x];
+    if (kGain) scratch[((long long)gridDim.y + split) * m + j] = sum_yx[0][x];
   }
+}
+template <bool kGain>
+__global__ void column_sums_splits_k(const float* scratch, int splits, int m, float* dg, float* db) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= m) return;
+  float c = 0.f, a = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    c += scratch[(long long)s * m + j];
+    if (kGain) a += scratch[((long long)splits + s) * m + j];
+  }
+  db[j] += c;
+  if (kGain) dg[j] += a;
+}
+template <bool kGain>
+cudaError_t launch_column_sums(const float* dY, const float* xhat, int N, int m, float* dg, float* db, float* scratch, cudaStream_t s) {
+  if (N <= 0 || m <= 0) return cudaSuccess;
+  const int splits = column_splits(N, m), rows = (N + splits - 1) / splits;
+  column_sums_k<kGain><<<dim3(column_tiles(m), splits), dim3(kColTile, kRowLanes), 0, s>>>(dY, xhat, N, m, rows, dg, db, scratch);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || splits == 1) return e;
+  column_sums_splits_k<kGain><<<blocks_for(m), kThreads, 0, s>>>(scratch, splits, m, dg, db);
+  return cudaGetLastError();
+}
+__global__ void add_diagonal_blocks_k(const float* full, int H, int dh, float* out) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= (long long)H * dh * dh) return;
+  const int h = int(i / (dh * dh)), r = int(i / dh % dh), c = int(i % dh);
+  const long long hd = (long long)H * dh;
+  out[i] += full[(h * dh + c) + (h * dh + r) * hd];
 }
 __global__ void add_bias_k(float* Y, const float* b, long long total, int m) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -220,11 +255,8 @@ cudaError_t embed_forward(const int* tokens, const float* tok, const float* pos,
   embed_fwd_k<<<blocks_for((long long)N * d), kThreads, 0, s>>>(tokens, tok, pos, N, T, d, X);
   return cudaGetLastError();
 }
-cudaError_t embed_backward(const int* tokens, const float* dX, int N, int T, int d, int V, float* dtok, float* dpos, cudaStream_t s) {
-  embed_bwd_tok_k<<<blocks_for((long long)V * d), kThreads, 0, s>>>(tokens, dX, N, d, V, dtok);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  embed_bwd_pos_k<<<blocks_for((long long)T * d), kThreads, 0, s>>>(dX, N, T, d, dpos);
+cudaError_t embed_backward_tokens(const int* positions, const int* starts, const float* dX, int d, int V, float* dtok, cudaStream_t s) {
+  embed_bwd_tok_k<<<blocks_for((long long)V * d), kThreads, 0, s>>>(positions, starts, dX, d, V, dtok);
   return cudaGetLastError();
 }
 cudaError_t layernorm_forward(const float* X, const float* g, const float* b, int N, int d, float* Y, float* xhat, float* rstd, cudaStream_t s) {
@@ -232,15 +264,21 @@ cudaError_t layernorm_forward(const float* X, const float* g, const float* b, in
   return cudaGetLastError();
 }
 cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
-                               bool accumulate, float* dg, float* db, cudaStream_t s) {
-  column_sums_k<true><<<(d + kColTile - 1) / kColTile, dim3(kColTile, kRowLanes), 0, s>>>(dY, xhat, N, d, dg, db);
-  cudaError_t e = cudaGetLastError();
+                               bool accumulate, float* dg, float* db, float* scratch, cudaStream_t s) {
+  cudaError_t e = launch_column_sums<true>(dY, xhat, N, d, dg, db, scratch, s);
   if (e != cudaSuccess) return e;
   ln_bwd_k<<<N, 128, 0, s>>>(dY, g, xhat, rstd, d, dX, accumulate);
   return cudaGetLastError();
 }
-cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s) {
-  column_sums_k<false><<<(n_cols + kColTile - 1) / kColTile, dim3(kColTile, kRowLanes), 0, s>>>(dY, nullptr, N, n_cols, nullptr, db);
+cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, float* scratch, cudaStream_t s) {
+  return launch_column_sums<false>(dY, nullptr, N, n_cols, nullptr, db, scratch, s);
+}
+std::size_t column_sums_scratch_floats(int N, int n_cols) {
+  const int splits = column_splits(N, n_cols);
+  return splits == 1 ? 0 : 2 * std::size_t(splits) * std::size_t(n_cols);
+}
+cudaError_t add_diagonal_blocks(const float* full, int H, int dh, float* out, cudaStream_t s) {
+  add_diagonal_blocks_k<<<blocks_for((long long)H * dh * dh), kThreads, 0, s>>>(full, H, dh, out);
   return cudaGetLastError();
 }
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s) {

@@ -7,21 +7,33 @@
 // same constants (LayerNorm eps 1e-5, GELU tanh form), so the gradient-parity test compares like with like.
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace vla::gpu::train {
 
 // X (N, d) = tok[tokens[n]] + pos[n % T]; tok (V, d), pos (max_len, d).
 cudaError_t embed_forward(const int* tokens, const float* tok, const float* pos, int N, int T, int d, float* X, cudaStream_t s);
-// dtok (V, d) += sum over n with tokens[n] == v of dX[n]; dpos (max_len, d) += sum over b of dX[b*T + t].
-// One thread per output element sums in a fixed order: deterministic (no atomics).
-cudaError_t embed_backward(const int* tokens, const float* dX, int N, int T, int d, int V, float* dtok, float* dpos, cudaStream_t s);
+// dtok (V, d) += sum over n with tokens[n] == v of dX[n], from the batch's positions grouped by token
+// (token_positions: the n with tokens[n] == v at [token_starts[v], token_starts[v + 1]), ascending): one
+// thread per (v, column) adds its token's rows in ascending n, a fixed order (no atomics), N d loads in all.
+cudaError_t embed_backward_tokens(const int* token_positions, const int* token_starts, const float* dX, int d, int V, float* dtok,
+                                  cudaStream_t s);
 // Y = g * xhat + b, xhat = (x - mean) rstd, rstd = 1/sqrt(var + 1e-5) (core/model/layernorm.hpp). xhat (N, d), rstd (N).
 cudaError_t layernorm_forward(const float* X, const float* g, const float* b, int N, int d, float* Y, float* xhat, float* rstd, cudaStream_t s);
 // dX (+)= rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dY g; accumulate: dX += instead of =.
-// dg += sum_n dY xhat, db += sum_n dY (column sums in a fixed order: deterministic).
+// dg += sum_n dY xhat, db += sum_n dY (column_sums' order: deterministic). scratch: column_sums_scratch_floats(N, d).
 cudaError_t layernorm_backward(const float* dY, const float* g, const float* xhat, const float* rstd, int N, int d, float* dX,
-                               bool accumulate, float* dg, float* db, cudaStream_t s);
-// db (n_cols) += sum over rows of dY (N, n_cols), in a fixed order (32 strided row sums, then a tree).
-cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, cudaStream_t s);
+                               bool accumulate, float* dg, float* db, float* scratch, cudaStream_t s);
+// db (n_cols) += sum over rows of dY (N, n_cols) (row-major). The rows are cut into splits (enough 32 x 32
+// column tiles to fill the GPU twice over, at least 64 rows each); within a split 32 strided partial sums
+// per column meet in a fixed tree, then the splits are added in order: a fixed order for given (N, n_cols),
+// deterministic, no atomics. scratch: column_sums_scratch_floats(N, n_cols) floats (the per-split sums).
+cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, float* scratch, cudaStream_t s);
+std::size_t column_sums_scratch_floats(int N, int n_cols);
+// out (H blocks of dh x dh, row-major, block h at h dh^2) += the diagonal blocks of full (H dh x H dh,
+// column-major): out_h[r][c] += full[(h dh + c) + (h dh + r) H dh]. A per-head weight gradient taken
+// from one dense GEMM, whose split-K cuBLAS chooses (a batch of per-head GEMMs gets none).
+cudaError_t add_diagonal_blocks(const float* full, int H, int dh, float* out, cudaStream_t s);
 // Y (N, n) += b broadcast over rows.
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s);
 // A = gelu(Z) (tanh form, core/model/gelu.hpp); dZ = dA * gelu'(Z) in place of dA.

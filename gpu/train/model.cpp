@@ -12,6 +12,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -99,21 +100,27 @@ struct GpuModel::Impl {
   DeviceBuffer X;                          // (N, d) the residual stream
   LayerNormActs lnf;                       // lnf.Y = HF, the head's input
   DeviceBuffer logits, dlogits, ce, correct;  // (N, V), (N, V), (N), int32 (N)
-  DeviceBuffer tokens, targets;            // int32 (N), stored in 4-byte slots
+  // int32 in 4-byte slots: tokens (N), targets (N), then the positions grouped by token (N; ascending
+  // within a token) and where each token's group starts (V + 1), for the embedding's gradient.
+  DeviceBuffer ids;
   DeviceBuffer stats;                      // (L, B, H, T, 3): the fused forward's ||S_t||_F, ||A_t||_F, delta_t
   SoftmaxAttentionPlan plan;               // softmax: query chunking of the score workspace `work`
   DeviceBuffer dX, dH;                     // (N, d): dL/dX of the residual stream; dL/dY of a LayerNorm's output
   DeviceBuffer dF;                         // (N, F): the FFN's dL/dA1, then dL/dZ1
   MixerGrads dmix;
   DeviceBuffer work, partials;             // softmax attention's score workspace; grad_norm's kSumSqBlocks doubles
+  DeviceBuffer colsum;                     // column_sums' per-split sums, sized for the step's largest
+  DeviceBuffer dWu_full;                   // VLA: (hd, hd) dU^T K over all head pairs, its diagonal blocks dW_u
 
   float* p(int i) const { return P.get() + off[i]; }
   float* g(int i) const { return G.get() + off[i]; }
   int blk(int l, model::BlockTensor k) const { return 2 + l * model::kPerBlock + k; }
   int lnf_g() const { return int(off.size()) - 2; }  // the final LayerNorm's gain and bias: the last two tensors
   int lnf_b() const { return int(off.size()) - 1; }
-  const int* token_ids() const { return reinterpret_cast<const int*>(tokens.get()); }
-  const int* target_ids() const { return reinterpret_cast<const int*>(targets.get()); }
+  const int* token_ids() const { return reinterpret_cast<const int*>(ids.get()); }
+  const int* target_ids() const { return token_ids() + N; }
+  const int* token_positions() const { return token_ids() + 2 * std::size_t(N); }
+  const int* token_starts() const { return token_ids() + 3 * std::size_t(N); }
 
   // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
@@ -125,7 +132,7 @@ struct GpuModel::Impl {
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
     check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
-    if (db) check_launch(column_sums(dY, n, out, db, stream), "column_sums");
+    if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
     if (dXp) check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
   }
 
@@ -139,10 +146,14 @@ struct GpuModel::Impl {
     X = DeviceBuffer(n * d);
     lnf = LayerNormActs(n, d);
     logits = DeviceBuffer(n * V_); dlogits = DeviceBuffer(n * V_); ce = DeviceBuffer(n); correct = DeviceBuffer(n);
-    tokens = DeviceBuffer(n); targets = DeviceBuffer(n);
+    ids = DeviceBuffer(3 * n + std::size_t(V_) + 1);
     dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
     dmix = MixerGrads(n, hd, H);
     stats = DeviceBuffer(softmax() ? 0 : std::size_t(cfg.layers) * n * H * 3);
+    std::size_t scratch = column_sums_scratch_floats(B, T * int(d));  // the positional gradient: (B, T d) column sums
+    for (const std::size_t m : {d, hd, F, H}) scratch = std::max(scratch, column_sums_scratch_floats(N, int(m)));
+    colsum = DeviceBuffer(scratch);
+    dWu_full = DeviceBuffer(kind() == RecurrentKind::Vla ? hd * hd : 0);
     chunked = !softmax() && (form == RecurrentForm::Chunked ||
                              (form == RecurrentForm::Auto && chunked_serves(trait, cfg.d_head) &&
                               B * cfg.heads <= kChunkedTrainMaxSeqs && T >= kChunkedTrainMinT));
@@ -307,7 +318,11 @@ int GpuModel::Impl::upload_batch(const vla::train::Batch& batch) {
                                               batch.tokens[b].size(), batch.targets[b].size(), nt));
   allocate(nb, nt);
   const int V = cfg.vocab;
-  std::vector<int> tok(N), tgt(N);
+  std::vector<int> h(ids.size());  // ids' layout (Impl)
+  int* tok = h.data();
+  int* tgt = tok + N;
+  int* positions = tok + 2 * std::size_t(N);
+  int* starts = tok + 3 * std::size_t(N);
   int total_targets = 0;
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -316,9 +331,13 @@ int GpuModel::Impl::upload_batch(const vla::train::Batch& batch) {
       total_targets += tgt[b * T + t] >= 0;
       if (tok[b * T + t] < 0 || tok[b * T + t] >= V) throw std::invalid_argument("tokens: outside the vocabulary");
     }
-  check(cudaMemcpyAsync(tokens.get(), tok.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream), "upload tokens");
-  check(cudaMemcpyAsync(targets.get(), tgt.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream), "upload targets");
-  // tok and tgt are pageable host memory that dies with this call: wait for the copies.
+  // Positions grouped by token, ascending within each (a counting sort): starts[v] .. starts[v + 1].
+  for (int n = 0; n < N; ++n) ++starts[tok[n] + 1];
+  for (int v = 0; v < V; ++v) starts[v + 1] += starts[v];
+  std::vector<int> next(starts, starts + V);
+  for (int n = 0; n < N; ++n) positions[next[tok[n]]++] = n;
+  check(cudaMemcpyAsync(ids.get(), h.data(), h.size() * sizeof(int), cudaMemcpyHostToDevice, stream), "upload tokens");
+  // h is pageable host memory that dies with this call: wait for the copy.
   check(cudaStreamSynchronize(stream), "upload (sync)");
   return total_targets;
 }
@@ -327,8 +346,10 @@ int GpuModel::Impl::upload_batch(const vla::train::Batch& batch) {
 void GpuModel::Impl::embedding_forward() {
   check_launch(embed_forward(token_ids(), p(model::TOK), p(model::POS), N, T, cfg.d_model, X.get(), stream), "embed_forward");
 }
+// dE from the rows of each token; dP[t] = sum over b of dX[b, t]: column sums of dX as a (B, T d) matrix.
 void GpuModel::Impl::embedding_backward() {
-  check_launch(embed_backward(token_ids(), dX.get(), N, T, cfg.d_model, cfg.vocab, g(model::TOK), g(model::POS), stream), "embed_backward");
+  check_launch(embed_backward_tokens(token_positions(), token_starts(), dX.get(), cfg.d_model, cfg.vocab, g(model::TOK), stream), "embed_backward");
+  check_launch(column_sums(dX.get(), B, T * cfg.d_model, g(model::POS), colsum.get(), stream), "positional gradient");
 }
 
 // LayerNorm of the residual stream: a.Y (N, d) = LN(X) with the gain and bias tensors given.
@@ -338,7 +359,7 @@ void GpuModel::Impl::ln_forward(int gain, int bias, LayerNormActs& a, const char
 // From dH = dL/dY: dX (+)= dL/dX (accumulate: the residual branch adds), gain and bias gradients.
 void GpuModel::Impl::ln_backward(int gain, int bias, const LayerNormActs& a, bool accumulate, const char* what) {
   check_launch(layernorm_backward(dH.get(), p(gain), a.xhat.get(), a.rstd.get(), N, cfg.d_model, dX.get(), accumulate, g(gain), g(bias),
-                                  stream),
+                                  colsum.get(), stream),
                what);
 }
 
@@ -435,14 +456,16 @@ void GpuModel::Impl::u_backward(int l, const MixerActs& a) {
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
   auto& m = dmix;
   check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), stream), "permute du");
-  const float one = 1.f;  // per head h, batched: dW_u^h (dh x dh at + h dh^2) += dU^h^T K^h; dK^h += dU^h W_u^h
-  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, N, &one, a.K.get(), hd, dh, m.dU.get(), hd, dh, &one,
-                                       g(blk(l, WU)), dh, (long long)dh * dh, H),
-             "sgemm dWu");
+  const float one = 1.f, zero = 0.f;
+  // dW_u^h (dh x dh at + h dh^2) += dU^h^T K^h: the diagonal blocks of one (hd x hd) GEMM over all N rows,
+  // which cuBLAS splits over N (a strided batch of H small GEMMs ran on H blocks: 20% of a large-batch step).
+  check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hd, hd, N, &one, a.K.get(), hd, m.dU.get(), hd, &zero, dWu_full.get(), hd), "sgemm dWu");
+  check_launch(add_diagonal_blocks(dWu_full.get(), H, dh, g(blk(l, WU)), stream), "dWu blocks");
+  // dK^h += dU^h W_u^h, per head h, batched.
   check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)), dh, (long long)dh * dh, m.dU.get(), hd, dh,
                                        &one, m.dK.get(), hd, dh, H),
              "sgemm dK from u");
-  check_launch(column_sums(m.dU.get(), N, hd, g(blk(l, BU)), stream), "column_sums bu");
+  check_launch(column_sums(m.dU.get(), N, hd, g(blk(l, BU)), colsum.get(), stream), "column_sums bu");
 }
 
 // FFN: from H2 (N, d), X += W2 GELU(Z1) + b2 with Z1 = H2 W1^T + b1 (N, F).
