@@ -3,7 +3,10 @@
 torch scaled_dot_product_attention (bf16 and fp32, causal; forward, and forward+backward against the
 fused VLA forward+backward) and a PyTorch loop of the VLA paper's
 Algorithm 1 (fp32, vectorised over batch and heads, one Python iteration per token: the paper's
-"VLA-Python"). Reads the CSV that `vla bench attention --csv` wrote and prints one table with ratios.
+"VLA-Python"). Reads the CSV that `vla bench attention --csv` wrote, prints one table with ratios, and
+adds its own times to that CSV as columns (sdpa_bf16_ms, sdpa_fp32_ms, py_loop_ms; with a fwd+bwd column
+there, sdpa_bf16_fwdbwd_ms and sdpa_fp32_fwdbwd_ms; nan where not run), written to a temporary file and
+renamed over it, so that `vla report` reads numbers, not this printout.
 Times are CUDA-event medians after warm-up; inputs random normal (never zeros).
 
 usage: python3 gpu/bench_torch.py --csv bench.csv [--loop-max-T 4096] [--reps 5]
@@ -11,6 +14,7 @@ usage: python3 gpu/bench_torch.py --csv bench.csv [--loop-max-T 4096] [--reps 5]
 import argparse
 import csv
 import math
+import os
 
 import torch
 
@@ -115,6 +119,7 @@ def main():
         s32 = sdpa_ms(B, H, T, D, torch.float32, a.reps if T <= 16384 else 2)
         lp = loop_ms(B, H, T, D) if T <= a.loop_max_T else float("nan")
         Ts.append(T); vla.append(v); bf.append(s16); fp.append(s32)
+        r.update(sdpa_bf16_ms=s16, sdpa_fp32_ms=s32, py_loop_ms=lp)
         f = lambda x: "—" if math.isnan(x) else f"{x:.4g}"
         print(f"| {T} | {f(v)} | {f(float(r['linear_ms']))} | {f(float(r['deltanet_ms']))} | {f(s16)} | {f(s32)} | {f(lp)} "
               f"| {f(s16 / v)} | {f(s32 / v)} | {f(lp / v)} |", flush=True)
@@ -124,6 +129,7 @@ def main():
     # Forward + backward (training step of the mixer alone), where the CSV has the VLA column.
     rows_fb = [r for r in rows if "vla_fwdbwd_ms" in r and not math.isnan(float(r["vla_fwdbwd_ms"]))]
     if not rows_fb:
+        write_csv(a.csv, rows)
         return
     hdr = ["T", "vla fwd+bwd ms", "linear fwd+bwd ms", "deltanet fwd+bwd ms", "sdpa bf16 fwd+bwd ms",
            "sdpa fp32 fwd+bwd ms", "sdpa bf16/vla", "sdpa fp32/vla"]
@@ -136,10 +142,25 @@ def main():
         s16 = sdpa_fwdbwd_ms(B, H, T, D, torch.bfloat16, a.reps)
         s32 = sdpa_fwdbwd_ms(B, H, T, D, torch.float32, a.reps if T <= 16384 else 1)
         Ts.append(T); vla.append(v); bf.append(s16); fp.append(s32)
+        r.update(sdpa_bf16_fwdbwd_ms=s16, sdpa_fp32_fwdbwd_ms=s32)
         lin, dn = float(r.get("linear_fwdbwd_ms", "nan")), float(r.get("deltanet_fwdbwd_ms", "nan"))
         print(f"| {T} | {v:.4g} | {lin:.4g} | {dn:.4g} | {s16:.4g} | {s32:.4g} | {s16 / v:.4g} | {s32 / v:.4g} |", flush=True)
     print(f"B={B} H={H} D={D}: fused VLA fwd+bwd crosses below SDPA fp32 fwd+bwd at T {crossover(Ts, vla, fp)}, "
           f"below SDPA bf16 fwd+bwd at T {crossover(Ts, vla, bf)}")
+    write_csv(a.csv, rows)
+
+
+def write_csv(path, rows):
+    """The benchmark's rows with this script's columns added (nan in a row that did not get one)."""
+    fields = list(rows[0].keys())
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="nan")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

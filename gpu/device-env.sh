@@ -70,7 +70,8 @@ sanitize() {
 
 # bench_attention B H D TLIST REPS CSV [torch]: `vla bench attention` at one shape, its table into CSV and
 # its printout onto $OUT/bench.log; with "torch", gpu/bench_torch.py then times PyTorch (SDPA bf16/fp32,
-# the loop of Algorithm 1) on the same shapes and adds the ratios to the CSV. Sets status=1 on failure.
+# the loop of Algorithm 1) on the same shapes, prints ratios and adds its times to the CSV as columns (what
+# `vla report` reads). Sets status=1 on failure.
 bench_attention() {
   "$BUILD/bin/vla" bench attention --device cuda --T "$4" --batch "$1" --heads "$2" --d-head "$3" --reps "$5" --csv "$6" \
     2>&1 | tee -a "$OUT/bench.log" || status=1

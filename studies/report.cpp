@@ -8,8 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -155,39 +154,18 @@ struct FlaAnchor { long T; double fwd, fwdbwd; };
 constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, {65536, 2.85, 7.35}};
 
 // The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
-// is there (`vla bench attention` with gpu/bench_torch.py beside it in one call; their output in the .log):
-// fused and chunked from the CSV, SDPA bf16 from bench_torch.py's table in the log, the device from its
-// first line, the revision from a "snapshot: " line put there when the log is committed.
+// is there (`vla bench attention` with gpu/bench_torch.py beside it in one call): fused and chunked from
+// the CSV's benchmark columns, SDPA bf16 from the columns bench_torch.py adds to it (empty cells where the
+// CSV has none), the device from the log's first "device 0: " line, the revision from a "snapshot: " line
+// put there when the log is committed.
 std::string chunked_vla_section(const fs::path& out_dir) {
   const fs::path csv = out_dir / "gpu-bench" / "chunked-vla-8-4-32.csv", log = out_dir / "gpu-bench" / "chunked-vla-8-4-32.log";
   if (!fs::exists(csv)) return {};
   std::string device, snapshot;
-  std::map<long, double> sdpa_bf16, sdpa_bf16_fb;  // T -> ms, forward and forward + backward
-  std::map<long, double>* into = nullptr;          // the table being read
   std::istringstream lg(fs::exists(log) ? slurp(log) : "");
-  int col = -1;  // the SDPA bf16 column of bench_torch.py's forward or fwd+bwd table, once its header is seen
   for (std::string l; std::getline(lg, l);) {
     if (l.rfind("device 0: ", 0) == 0 && device.empty()) device = l.substr(10);
     if (l.rfind("snapshot: ", 0) == 0) snapshot = l.substr(10);  // the git revision built on the device
-    std::vector<std::string> cells;  // of a Markdown row "| a | b |": "", "a", "b"
-    std::istringstream row(l);
-    for (std::string c; std::getline(row, c, '|');) {
-      const auto a = c.find_first_not_of(' ');
-      cells.push_back(a == std::string::npos ? std::string() : c.substr(a, c.find_last_not_of(' ') - a + 1));
-    }
-    const bool fwd = l.rfind("| T | vla ms |", 0) == 0, fb = l.rfind("| T | vla fwd+bwd ms |", 0) == 0;
-    if (fwd || fb) {
-      col = -1;
-      into = fwd ? &sdpa_bf16 : &sdpa_bf16_fb;
-      for (std::size_t i = 0; i < cells.size(); ++i)
-        if (cells[i] == (fwd ? "sdpa bf16 ms" : "sdpa bf16 fwd+bwd ms")) col = int(i);
-    } else if (col >= 0 && cells.size() > std::size_t(col) && !cells[1].empty() && std::isdigit(static_cast<unsigned char>(cells[1][0]))) {
-      char* end = nullptr;
-      const double ms = std::strtod(cells[col].c_str(), &end);
-      if (end != cells[col].c_str() && *end == '\0') (*into)[std::stol(cells[1])] = ms;  // a "—" (not run) is skipped
-    } else if (l.rfind("|", 0) != 0) {
-      col = -1;  // the table ended
-    }
   }
   std::string m = "## Chunked VLA forward (docs/chunkwise-vla.md)\n\n";
   m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps 5` and `gpu/bench_torch.py` in one "
@@ -199,14 +177,18 @@ std::string chunked_vla_section(const fs::path& out_dir) {
        "chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const CsvData t = read_csv(csv);
   const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
+  // bench_torch.py's column, or NaN (an empty cell) where the CSV has none.
+  const auto torch_column = [&](const char* name) {
+    return std::ranges::find(t.header, name) != t.header.end() ? t.column(name) : std::vector<double>(T.size(), std::nan(""));
+  };
+  const auto sdpa_bf16 = torch_column("sdpa_bf16_ms"), sdpa_bf16_fb = torch_column("sdpa_bf16_fwdbwd_ms");
   const auto anchor = [](double T) { return std::ranges::find(kFlaAnchors, long(T), &FlaAnchor::T); };
   const auto cell = [](bool have, double x, const char* f) { return have ? fmt::format(fmt::runtime(f), x) : std::string(); };
   for (std::size_t i = 0; i < T.size(); ++i) {
-    const auto sd = sdpa_bf16.find(long(T[i]));
     const auto fla = anchor(T[i]);
-    const bool s = sd != sdpa_bf16.end(), f = fla != std::end(kFlaAnchors);
+    const bool s = std::isfinite(sdpa_bf16[i]), f = fla != std::end(kFlaAnchors);
     m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} | {} | {} |\n", T[i], fused[i], chunked[i], fused[i] / chunked[i],
-                     cell(s, s ? sd->second : 0, "{:.3g}"), cell(s, s ? chunked[i] / sd->second : 0, "{:.2f}"),
+                     cell(s, sdpa_bf16[i], "{:.3g}"), cell(s, chunked[i] / sdpa_bf16[i], "{:.2f}"),
                      cell(f, f ? fla->fwd : 0, "{:.3g}"), cell(f, f ? chunked[i] / fla->fwd : 0, "{:.2f}"));
   }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
@@ -217,11 +199,10 @@ std::string chunked_vla_section(const fs::path& out_dir) {
        "fla chunk delta bf16 fwd+bwd (anchor) | chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
   for (std::size_t i = 0; i < T.size(); ++i) {
-    const auto sd = sdpa_bf16_fb.find(long(T[i]));
     const auto fla = anchor(T[i]);
-    const bool s = sd != sdpa_bf16_fb.end(), f = fla != std::end(kFlaAnchors);
+    const bool s = std::isfinite(sdpa_bf16_fb[i]), f = fla != std::end(kFlaAnchors);
     m += fmt::format("| {:.0f} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {} | {} |\n", T[i], fused_fb[i], chunked_fb[i],
-                     fused_fb[i] / chunked_fb[i], cell(s, s ? sd->second : 0, "{:.3g}"), cell(s, s ? chunked_fb[i] / sd->second : 0, "{:.2f}"),
+                     fused_fb[i] / chunked_fb[i], cell(s, sdpa_bf16_fb[i], "{:.3g}"), cell(s, chunked_fb[i] / sdpa_bf16_fb[i], "{:.2f}"),
                      cell(f, f ? fla->fwdbwd : 0, "{:.3g}"), cell(f, f ? chunked_fb[i] / fla->fwdbwd : 0, "{:.2f}"));
   }
   return m + "\n";

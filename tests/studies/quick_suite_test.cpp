@@ -120,16 +120,15 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
     fs::create_directories(s.path / "logs" / "recipe-order");
     std::ofstream(s.path / "logs" / "recipe-order" / "verdict.json") << v.dump();
   }
-  // A chunked-forward benchmark (`vla bench attention` CSV, bench_torch.py's table in the log): the report
-  // shows fused, chunked, SDPA bf16 and fla's anchor per T with their ratios, forward and forward + backward.
-  // Missing, the report would not carry the chunked form's benchmark.
+  // A chunked-forward benchmark (`vla bench attention` CSV with the columns gpu/bench_torch.py adds, its
+  // log with the device and the snapshot): the report shows fused, chunked, SDPA bf16 and fla's anchor per
+  // T with their ratios, forward and forward + backward; a cell not run (nan) stays empty. Missing, the
+  // report would not carry the chunked form's benchmark.
   fs::create_directories(s.path / "gpu-bench");
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv")
-      << "B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms\n8,4,32,4096,4.0,2.0,40.0,8.0\n8,4,32,8192,8.0,4.0,80.0,16.0\n";
-  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
-      << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms | linear ms | deltanet ms | sdpa bf16 ms |\n| --- | --- | --- | --- | --- |\n"
-         "| 4096 | 4.0 | 1 | 1 | 0.5 |\n| 8192 | 8.0 | 2 | 2 | — |\ndone\n"  // a cell not run: skipped, not a crash
-         "| T | vla fwd+bwd ms | sdpa bf16 fwd+bwd ms |\n| --- | --- | --- |\n| 4096 | 40.0 | 4.0 |\n";
+      << "B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms,sdpa_bf16_ms,sdpa_fp32_ms,py_loop_ms,sdpa_bf16_fwdbwd_ms\n"
+         "8,4,32,4096,4.0,2.0,40.0,8.0,0.5,2.0,100.0,4.0\n8,4,32,8192,8.0,4.0,80.0,16.0,nan,4.0,nan,nan\n";
+  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log") << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms |\n| 4096 | 9 |\n";
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
