@@ -42,27 +42,26 @@ std::string_view form_name(RecurrentForm f) {
   return f == RecurrentForm::Chunked ? "chunked" : f == RecurrentForm::Fused ? "fused" : "auto";
 }
 
-bool chunked_serves(const GpuKernel& k, int d) {
-  return k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key && k.params.eps <= 1.f &&
-         std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) != std::end(kChunkedVlaHeads);
+std::string chunked_refusal(const GpuKernel& k, int d) {
+  // What the chunked forward covers (its header): VLA's kernel with k_hat normalised (the `vla` preset),
+  // its head widths, eps <= 1 (the clamp never fires).
+  if (!(k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key))
+    return "--recurrent-form: chunked runs the `vla` mixer only (allowed here: auto, fused)";
+  if (std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) == std::end(kChunkedVlaHeads))
+    return fmt::format("--recurrent-form: chunked runs d_head {} only, got {} (allowed here: auto, fused)", fmt::join(kChunkedVlaHeads, ", "), d);
+  if (!(k.params.eps <= 1.f))
+    return fmt::format("--recurrent-form: chunked needs --eps <= 1 (got {}: the delta clamp could fire); use fused", k.params.eps);
+  return {};
 }
+
+bool chunked_serves(const GpuKernel& k, int d) { return chunked_refusal(k, d).empty(); }
 
 RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace) {
   if (f == RecurrentForm::Fused) return f;
-  // What the chunked forward covers (its header): VLA's kernel with k_hat normalised (the `vla` preset),
-  // eps <= 1 (the clamp never fires), its head widths, and no per-step trace (it keeps no per-token S or A).
-  const bool vla = k.path == GpuPath::Recurrent && k.kind == RecurrentKind::Vla && k.params.normalise_key;
-  const bool unclamped = k.params.eps <= 1.f;
-  const bool width = std::find(std::begin(kChunkedVlaHeads), std::end(kChunkedVlaHeads), d) != std::end(kChunkedVlaHeads);
   if (f == RecurrentForm::Chunked) {
-    if (!vla) throw std::invalid_argument("--recurrent-form: chunked runs the `vla` mixer only (allowed here: auto, fused)");
-    if (!width)
-      throw std::invalid_argument(fmt::format("--recurrent-form: chunked runs d_head {} only, got {} (allowed here: auto, fused)",
-                                              fmt::join(kChunkedVlaHeads, ", "), d));
+    if (const std::string why = chunked_refusal(k, d); !why.empty()) throw std::invalid_argument(why);
+    // A layer's own condition: the chunked forward keeps no per-token S or A.
     if (trace) throw std::invalid_argument("--recurrent-form: chunked keeps no per-step trace; leave out --trace or use fused");
-    if (!unclamped)
-      throw std::invalid_argument(fmt::format("--recurrent-form: chunked needs --eps <= 1 (got {}: the delta clamp could fire); use fused",
-                                              k.params.eps));
     return f;
   }
   return chunked_serves(k, d) && !trace && T >= kChunkedLayerMinT ? RecurrentForm::Chunked : RecurrentForm::Fused;

@@ -29,8 +29,11 @@ std::string_view form_name(RecurrentForm f);
 // The form a layer of kernel k at head width d over T tokens runs with, Auto resolved; `trace`: a per-step
 // trace is asked for. Throws std::invalid_argument naming --recurrent-form where Chunked cannot serve it.
 RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bool trace);
-// Whether the chunked forward (and the group-parallel backward) covers kernel k at head width d: VLA's
-// kernel with k_hat normalised (the `vla` preset), eps <= 1 (the clamp never fires), d in kChunkedVlaHeads.
+// Why the chunked forward (and the group-parallel backward) cannot serve kernel k at head width d, as a
+// message naming --recurrent-form and what to change; empty where it can: VLA's kernel with k_hat
+// normalised (the `vla` preset), d in kChunkedVlaHeads, eps <= 1 (the clamp never fires). The one
+// definition of what the chunked kernels cover; chunked_serves is its emptiness.
+std::string chunked_refusal(const GpuKernel& k, int d);
 bool chunked_serves(const GpuKernel& k, int d);
 
 // Runs one single-head layer of mixer cfg.mixer over X on the current CUDA device.

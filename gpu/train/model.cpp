@@ -29,9 +29,11 @@ void check_launch(cudaError_t e, const char* what) { check(e, what); }
 
 }  // namespace
 
-void validate_gpu_config(const model::ModelConfig& cfg) {
+void validate_gpu_config(const model::ModelConfig& cfg, RecurrentForm form) {
   cfg.validate();
-  gpu_kernel_for(cfg.mixer, cfg.d_head, GpuUse::Training);  // throws naming the flag and what is allowed
+  const GpuKernel k = gpu_kernel_for(cfg.mixer, cfg.d_head, GpuUse::Training);  // throws naming the flag and what is allowed
+  if (form == RecurrentForm::Chunked)
+    if (const std::string why = chunked_refusal(k, cfg.d_head); !why.empty()) throw std::invalid_argument(why);
 }
 
 struct GpuModel::Impl {
@@ -190,14 +192,12 @@ struct GpuModel::Impl {
 
 GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaStream_t stream, RecurrentForm form)
     : impl_(std::make_unique<Impl>()) {
-  validate_gpu_config(cfg);
+  validate_gpu_config(cfg, form);
   auto& m = *impl_;
   m.cfg = cfg;
   m.stream = stream;
   check(cudaGetDevice(&m.device), "cudaGetDevice");
   m.trait = gpu_kernel_of(cfg.mixer);
-  // Chunked asked for where it cannot run: refused here, naming --recurrent-form (no trace in training).
-  if (form == RecurrentForm::Chunked) resolve_form(form, m.trait, cfg.d_head, 1, false);
   m.form = form;
   std::size_t total = 0;
   for (const auto& t : p.t) {

@@ -51,7 +51,7 @@ class GpuModel {
   // independent runs share a GPU; null = the legacy default stream).
   // The model lives on the GPU current at construction (its buffers, stream and cuBLAS handle); every
   // member makes that GPU current for its duration, so any host thread may call it.
-  // form: the recurrence's kernels (above); Chunked where chunked_serves does not throws naming --recurrent-form.
+  // form: the recurrence's kernels (above); Chunked where chunked_refusal gives a reason throws it (--recurrent-form).
   GpuModel(const model::ModelConfig& cfg, const model::Params<float>& p, cudaStream_t stream = nullptr,
            RecurrentForm form = RecurrentForm::Auto);
   ~GpuModel();
@@ -92,7 +92,8 @@ class GpuModel {
   std::unique_ptr<Impl> impl_;
 };
 
-// Throws std::invalid_argument naming the parameter if the GPU path cannot train this configuration.
-void validate_gpu_config(const model::ModelConfig& cfg);
+// Throws std::invalid_argument naming the parameter if the GPU path cannot train this configuration
+// with this form (Chunked where chunked_refusal gives a reason: naming --recurrent-form).
+void validate_gpu_config(const model::ModelConfig& cfg, RecurrentForm form = RecurrentForm::Auto);
 
 }  // namespace vla::gpu::train

@@ -1,7 +1,6 @@
 // gpu/train/trainer.hpp: GpuModel as a step engine of core/train/trainer.cpp's loop.
 #include "gpu/train/trainer.hpp"
 
-#include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
 #include "gpu/train/gpu_engine.hpp"
@@ -82,10 +81,8 @@ vla::train::Device cuda_device(cudaStream_t stream) {
   d.name = "cuda";
   d.check = [](const vla::train::TrainConfig& c) { validate_gpu_config(c.model); };
   d.make = [stream](const vla::train::TrainConfig& c, const vla::train::RunOptions& ro) -> std::unique_ptr<vla::train::StepEngine> {
-    validate_gpu_config(c.model);
     const RecurrentForm form = recurrent_form(ro.recurrent_form);  // throws naming --recurrent-form
-    if (form == RecurrentForm::Chunked)  // where it cannot run: refused before the device is needed
-      resolve_form(form, gpu_kernel_of(c.model.mixer), c.model.d_head, 1, false);
+    validate_gpu_config(c.model, form);                           // before the device is needed
     require_device();
     return std::make_unique<GpuEngine<GpuModel>>(c, stream, form);
   };
