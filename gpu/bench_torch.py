@@ -157,7 +157,7 @@ def write_csv(path, rows):
         fields += [k for k in r if k not in fields]
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, restval="nan")
+        w = csv.DictWriter(f, fieldnames=fields, restval="nan", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, path)

@@ -157,8 +157,7 @@ struct GpuModel::Impl {
     colsum = DeviceBuffer(scratch);
     dWu_full = DeviceBuffer(kind() == RecurrentKind::Vla ? hd * hd : 0);
     chunked = !softmax() && (form == RecurrentForm::Chunked ||
-                             (form == RecurrentForm::Auto && chunked_serves(trait, cfg.d_head) &&
-                              B * cfg.heads <= kChunkedTrainMaxSeqs && T >= kChunkedTrainMinT));
+                             (form == RecurrentForm::Auto && chunked_serves(trait, cfg.d_head) && chunked_train_faster(B * cfg.heads, T)));
     if (softmax()) {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);

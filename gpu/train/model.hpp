@@ -36,13 +36,20 @@ struct GpuBatchResult {
 // Which kernels run VLA's recurrence (`vla train --device cuda --recurrent-form`): the fused pair
 // (recurrent_forward + recurrent_backward, with the state norms of the log) or the chunked pair
 // (chunked_vla_forward + vla_group_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
-// Auto takes the chunked pair for at most kChunkedTrainMaxSeqs sequences (B H) of at least
-// kChunkedTrainMinT tokens, where it measured faster: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU
-// backward"), fused / chunked ms: B H = 128: 2.40 / 1.97 at T = 256 .. 19.22 / 10.18 at 2048; B H = 32:
-// 1.17 / 1.57 at T = 128, 2.32 / 1.76 at 256; B H = 256 (the paper's batch): fused faster at T = 128, 512
-// and 2048.
-inline constexpr int kChunkedTrainMaxSeqs = 128;
-inline constexpr int kChunkedTrainMinT = 256;
+// Auto takes the chunked pair for at most max_seqs sequences (B H) of at least min_T tokens, for any tier
+// below, where it measured faster: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU backward"), fused /
+// chunked ms: B H = 128: 2.40 / 1.97 at T = 256 .. 19.22 / 10.18 at 2048; B H = 192: 2.42 / 2.79 at 256,
+// 4.86 / 4.39 at 512 .. 19.43 / 15.07 at 2048; B H = 224: within 3% up to T = 1024 (left fused); B H = 32:
+// 1.17 / 1.57 at T = 128; B H = 256 (the paper's batch): fused faster at T = 128, 512 and 2048.
+struct ChunkedTrainTier {
+  int max_seqs, min_T;
+};
+inline constexpr ChunkedTrainTier kChunkedTrainTiers[] = {{128, 256}, {192, 512}};
+inline constexpr bool chunked_train_faster(int seqs, int T) {
+  for (const ChunkedTrainTier& t : kChunkedTrainTiers)
+    if (seqs <= t.max_seqs && T >= t.min_T) return true;
+  return false;
+}
 
 class GpuModel {
  public:
