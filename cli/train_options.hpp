@@ -37,6 +37,8 @@ inline void add_training_options(CLI::App& app, train::TrainConfig& c) {
   app.add_option("--d-head", c.model.d_head, fmt::format("head width (cuda: {}; softmax {})", fmt::join(vla::kGpuRecurrentHeads, ", "), fmt::join(vla::kGpuSoftmaxHeads, ", ")))->capture_default_str();
   app.add_option("--ffn", c.model.ffn, "FFN width")->capture_default_str();
   app.add_option("--layers", c.model.layers, "blocks")->capture_default_str();
+  app.add_option("--max-len", c.model.max_len, "rows of the learnable positional embedding: the longest T the model takes")
+      ->capture_default_str();
   app.add_option("--lr", c.opt.lr, "peak learning rate")->capture_default_str();
   // The training backward is rank 1 (ModelConfig::validate): no --rank.
   add_mixer_options(app, c.model.mixer, {"rank"});

@@ -81,7 +81,7 @@ void TrainConfig::validate() const {
   if (model.vocab != kVocab)
     throw std::invalid_argument(fmt::format("--vocab: the tasks use a vocabulary of {}, got {}", kVocab, model.vocab));
   if (task.length() > model.max_len)
-    throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional embedding ({} rows)", task.length(), model.max_len));
+    throw std::invalid_argument(fmt::format("--seq-len: T = {} exceeds the positional embedding ({} rows; --max-len sets them)", task.length(), model.max_len));
   if (ood && task.task != "mqar") throw std::invalid_argument("--ood: only MQAR has an out-of-distribution mode");
   opt.validate();
   model.validate();

@@ -96,3 +96,19 @@ TEST_CASE("vla train refuses --recurrent-form off one GPU and names it", "[cli][
     CHECK_FALSE(fs::exists(dir.path / "out"));
   }
 }
+
+TEST_CASE("vla train takes sequences up to --max-len and refuses longer ones naming it", "[cli][train]") {
+  // The positional embedding has --max-len rows (256 by default): a longer --seq-len is refused before
+  // anything is written, with the option that raises the limit named; raised, the same run trains.
+  ScratchDir dir("maxlen");
+  const auto over = run_command(fmt::format("{} train {} --seq-len 40 --max-len 32 --out {}", kVla, tiny(1), dir / "over"));
+  INFO(over.output);
+  CHECK(over.exit_code != 0);
+  CHECK(over.output.find("--seq-len") != std::string::npos);
+  CHECK(over.output.find("--max-len") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "over"));
+  const auto fits = run_command(fmt::format("{} train {} --seq-len 40 --max-len 40 --out {}", kVla, tiny(1), dir / "fits"));
+  INFO(fits.output);
+  CHECK(fits.exit_code == 0);
+  CHECK(fs::exists(dir.path / "fits" / "summary.json"));
+}
