@@ -11,8 +11,11 @@
 #include "core/train/trainer.hpp"
 #include "notebooks-cpp/notebook.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <tuple>
 
 using namespace vla;
 
@@ -22,34 +25,61 @@ int main() {
 
   //md ## 1. Untrained: write n pairs, read them back
   //md
-  //md Random unit keys from the positive orthant (the keys a rule sees after phi = ELU + 1 and normalisation),
-  //md values N(0, I), one token per pair; the error is max_i ||S_n k_hat_i - v_i|| / ||v_i||, in double.
-  //md `vla-key` is VLA with u = k_hat / sqrt(d_h) (the penalty aligned with the key, Sec. 7.1's whitening
-  //md case); DeltaNet runs ungated.
+  //md Two kinds of unit keys: orthonormal (they exist for n <= d_h only) and random from the positive orthant
+  //md (the keys a rule sees after phi = ELU + 1 and normalisation: linearly independent for n <= d_h, but far
+  //md from orthogonal). Values N(0, I), one token per pair; the error is max_i ||S_n k_hat_i - v_i|| /
+  //md ||v_i||, in double. `vla-key` is VLA with u = k_hat / sqrt(d_h) (the penalty aligned with the key,
+  //md Sec. 7.1's whitening case); DeltaNet runs ungated; `rls-classical` is the recursive least-squares
+  //md memory with lambda0 -> 0, i.e. S_n = V K^+, the memory Prop. 3's "n <= d_h independent keys" describes.
   analysis::RecoveryConfig rc;
   rc.d_head = nb::quick() ? 8 : 32;
-  rc.ns.clear();
-  for (double r : ratios) rc.ns.push_back(int(std::lround(r * rc.d_head)));
-  rc.key_kinds = {"random"};
-  rc.mixers = {"vla", "vla-key", "deltanet", "linear"};
+  rc.mixers = {"vla", "vla-key", "deltanet", "linear", "rls-classical"};
   rc.precisions = {"double"};
-  std::map<std::pair<std::string, int>, double> err;
-  for (const auto& p : analysis::run_recovery(rc)) err[{p.mixer, p.n}] = p.max_rel_error;
+  std::vector<int> ns;
+  for (double r : ratios) ns.push_back(int(std::lround(r * rc.d_head)));
+  std::map<std::tuple<std::string, std::string, int>, double> err;  // (mixer, keys, n) -> max relative error
+  for (const std::string keys : {"orthonormal", "random"}) {
+    rc.key_kinds = {keys};
+    rc.ns.clear();
+    for (int n : ns)
+      if (keys == "random" || n <= rc.d_head) rc.ns.push_back(n);  // no orthonormal set is larger than d_h
+    for (const auto& p : analysis::run_recovery(rc)) err[{p.mixer, keys, p.n}] = p.max_rel_error;
+  }
+  const auto cell = [&](const std::string& m, const std::string& keys, int n) {
+    const auto it = err.find({m, keys, n});
+    return it == err.end() ? std::string("—") : fmt::format("{:.2g}", it->second);
+  };
   std::string head = "| n / d_h |", rule = "|---|";
   for (const auto& m : rc.mixers) { head += " " + m + " |"; rule += "---|"; }
-  nb::markdown(head);
+  nb::markdown(head + " (each cell: orthonormal / random keys)");
   nb::markdown(rule);
   for (std::size_t i = 0; i < ratios.size(); ++i) {
-    std::string row = fmt::format("| {:.2f} (n = {}) |", ratios[i], rc.ns[i]);
-    for (const auto& m : rc.mixers) row += fmt::format(" {:.3g} |", err[{m, rc.ns[i]}]);
+    std::string row = fmt::format("| {:.2f} (n = {}) |", ratios[i], ns[i]);
+    for (const auto& m : rc.mixers) row += " " + cell(m, "orthonormal", ns[i]) + " / " + cell(m, "random", ns[i]) + " |";
     nb::markdown(row);
   }
-  fmt::print("d_h = {}, random keys, seed {}, max relative recovery error\n", rc.d_head, rc.seed);
+  // Where each rule stores: the largest n of the table with an error <= 1e-6, far below the O(0.1 .. 1) misses
+  // (rls-classical's own error grows with its lambda0 = 1e-10 and the conditioning of the keys).
+  constexpr double kExact = 1e-6;
+  fmt::print("d_h = {}, seed {}; the largest n stored (max relative error <= {:.0e}):\n", rc.d_head, rc.seed, kExact);
+  for (const auto& m : rc.mixers) {
+    std::string line = fmt::format("  {:14s}", m);
+    for (const std::string keys : {"orthonormal", "random"}) {
+      int best = 0;
+      for (int n : ns)
+        if (const auto it = err.find({m, keys, n}); it != err.end() && it->second <= kExact) best = std::max(best, n);
+      line += fmt::format("  {} keys: {}", keys, best > 0 ? fmt::format("n = {}", best) : std::string("none"));
+    }
+    fmt::print("{}\n", line);
+  }
   NB_SHOW();
 
-  //md DeltaNet and linear attention recover random keys exactly only while the keys are orthogonal enough;
-  //md Algorithm 1's VLA (u from a random W_u) already misses at small n: its write direction is
-  //md unit(A_t k_hat), not the least-squares one (the ledger's `prop3-exact-recovery`).
+  //md At full size (d_h = 32) the lines above read: with orthonormal keys the delta rule, linear attention,
+  //md `vla-key` and least squares store every n <= d_h, and Algorithm 1's VLA stores none (its write
+  //md direction is unit(A_t k_hat), not the key: aligned with the key, as `vla-key`, it does); with the keys
+  //md phi produces only least squares stores n = d_h, and every sequential write misses by O(1) from
+  //md n = d_h / 4 on (the keys are independent, but far from orthogonal). Past n = d_h nothing stores every
+  //md pair, least squares included.
   //md
   //md ## 2. Trained: MQAR at the same n / d_h
   //md
@@ -103,10 +133,10 @@ int main() {
 
   //md ## What this says
   //md
-  //md Untrained, the rules themselves show where exact storage ends: the error rises from rounding level
-  //md towards O(1) as the keys stop being independent, and past n = d_h no linear memory of width d_h can
-  //md hold every pair. Trained, the model must also learn keys that the rule can separate, which is what the
-  //md MQAR plateau (docs/training.md) is about; the full-size, multi-seed version of this comparison at each
+  //md Untrained, Prop. 3's capacity of d_h pairs is the least-squares memory's. The rules reach it only with
+  //md orthonormal keys (Algorithm 1's VLA not even there); with the positive keys phi produces, none of the
+  //md sequential writes does. Trained at this small scale (600 steps, one seed), recall stays far below that
+  //md capacity at every n: the MQAR plateau of docs/training.md. The full-size, multi-seed version at each
   //md mixer's best recipe is the study `recipe-capacity` (reports/recipe-capacity/).
   return 0;
 }
