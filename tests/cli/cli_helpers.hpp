@@ -13,7 +13,9 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,17 +63,18 @@ inline RunResult run_command(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
 }
 
-// `vla ARGS --out <scratch>/out` refused while parsing: exit 2, the output naming `must_mention`, and no
-// output folder made (nothing ran). Catch2 checks: call it inside a TEST_CASE.
-inline void check_refused(const std::string& args, const std::string& must_mention) {
+// `vla ARGS --out <scratch>/out` refused while parsing: exit 2, the output naming each of `must_mention`,
+// and no output folder made (nothing ran). Catch2 checks: call it inside a TEST_CASE.
+inline void check_refused(const std::string& args, std::initializer_list<std::string_view> must_mention) {
   ScratchDir dir{"refused"};
   const auto r = run_command(fmt::format("{} {} --out {}", kVla, args, dir / "out"));
   INFO(args);
   INFO(r.output);
   CHECK(r.exit_code == 2);
-  CHECK(r.output.find(must_mention) != std::string::npos);
+  for (const std::string_view m : must_mention) CHECK(r.output.find(m) != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path / "out"));
 }
+inline void check_refused(const std::string& args, const std::string& must_mention) { check_refused(args, {must_mention}); }
 
 // The bytes of a file ("" if it cannot be read).
 inline std::string read_file(const fs::path& p) {
