@@ -8,7 +8,9 @@
 // chains run in sequence order, one step per group; everything else runs for every group at once, one
 // warp per (sequence, group), lane = coordinate (d = 32):
 //   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone; the group's key sum
-//   2 penalty_chain   per sequence: A at every group start by (P3) (one 32 x 32 solve per group), and z
+//   2 penalty_chain   per sequence: the homogeneous pair [X; Z] at every group start by products with Pi_g
+//                     (P2), renormalised to [A; I] by (P3) (a 32 x 32 solve) once per span of groups; and z
+//     penalty_expand  A_g = X_g Z_g^{-1} at the other group starts, every group at once
 //   3 alphas          from A_g, the group's chunks in order: W, G = L D L^T, Y, Alpha, A' (V1-V4); writes
 //                     alpha_hat_t (line 20) and k_hat_t (line 9) for every token
 //   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
@@ -102,11 +104,13 @@ struct Plan {
   int group_tokens;  // a multiple of the period (refresh on) or of C (off): chunks never cross a group
   int groups;        // per sequence
   int seqs;          // B H
+  int span;          // the penalty chain renormalises at groups 0, span, 2 span, ...
   float lambda0, eta, eps;
   // Workspace, floats: per (sequence, group) slots, then alpha_hat and k_hat for every token.
   float* pi;      // (seqs, groups, 2D, 2D)  Pi_g
   float* zsum;    // (seqs, groups, D)       the group's sum of phi(k_t)
-  float* a0;      // (seqs, groups, D, D)    A before the group
+  float* a0;      // (seqs, groups, D, D)    A before the group (X before penalty_expand, where it solves)
+  float* zh;      // (seqs, groups, D, D)    Z before the group, where penalty_expand solves
   float* z0;      // (seqs, groups, D)       z before the group
   float* tr;      // (seqs, groups, D, D)    Tr_g
   float* bm;      // (seqs, groups, D, D)    B_g
@@ -223,79 +227,135 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// 2. penalty_chain: A_{g+1} = (Pi11 A + Pi12)(Pi21 A + Pi22)^{-1} (P3), and z_{g+1} = z_g + zsum_g.
-// Gauss-Jordan with partial pivoting solves Z^T A' = X^T on [Z^T | X^T] in shared memory, thread (r, lane)
-// owning entries (r, lane) and (r, D + lane); per pivot, warp 0 finds the row, then every thread updates its
-// two entries into the other buffer (two block barriers, no write-after-read wait).
+// 2. penalty_chain and penalty_expand: A at every group start from the homogeneous pair [X; Z] (P2, P3).
+// The chain carries [X; Z] across groups with one product per group, [X; Z] <- Pi_g [X; Z] (a product of
+// Moebius maps is the product of their matrices), and renormalises it to [A; I] by a solve only at the first
+// group of every span of `span` groups: in between, A_g = X_g Z_g^{-1} is what a longer group's (P3) would
+// give, and penalty_expand solves those for every group at once. So the chain's steps are products (a few
+// microseconds) and its solves one per span (the products within a span are as accurate as one group of
+// that many segments: docs/chunkwise-vla.md, "The penalty chain"). z_{g+1} = z_g + zsum_g on the way.
+//
+// The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T] in shared memory, thread
+// (r, lane) owning entries (r, lane) and (r, D + lane); per pivot, warp 0 finds the row, then every thread
+// updates its two entries into the other buffer (two block barriers, no write-after-read wait).
 
-struct ChainSmem {
-  float pi[2 * D][2 * D + 1];
-  float a[D][D + 1];
+struct SolveSmem {
   float m[2][D][2 * D + 1];  // [Z^T | X^T], double-buffered by step parity
   float next[D][D + 1];
   int pivot[D];              // the row chosen at step k
   float pivot_inv[D];        // 1 / its pivot
 };
 
+// A = X Z^{-1} (symmetrised, as the recurrence is), entry (r, lane) on thread (r, lane) of a 1024-thread block;
+// s.m[0] holds [Z^T | X^T], written before the call (the first barrier below orders it).
+__device__ float solve_penalty(SolveSmem& s, int r, int lane) {
+  unsigned used = 0u;  // warp 0's record of the pivot rows taken
+  for (int k = 0; k < D; ++k) {
+    const int b = k & 1;
+    __syncthreads();
+    if (r == 0) {
+      // The largest |Z^T[i][k]| over the unused rows in one warp reduction: the key is |v|'s bit pattern
+      // (ordered as an unsigned for v >= 0) with its 5 low bits replaced by 31 - row, so ties (and values
+      // within 2^-18 relative) go to the first row. A NaN or used row has key 0 and never wins; with no
+      // usable candidate the first unused row is taken (the NaN then spreads).
+      const float v = fabsf(s.m[b][lane][k]);
+      const unsigned key = (used >> lane & 1u) || !(v > 0.f) ? 0u : (__float_as_uint(v) & ~31u) | (31u - lane);
+      const unsigned top = __reduce_max_sync(kFull, key);
+      const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
+      used |= 1u << p;
+      if (lane == 0) {
+        s.pivot[k] = p;
+        s.pivot_inv[k] = 1.f / s.m[b][p][k];
+      }
+    }
+    __syncthreads();
+    const int p = s.pivot[k];
+    const float f = r == p ? 0.f : s.m[b][r][k] * s.pivot_inv[k];
+    s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
+    s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
+  }
+  __syncthreads();
+  // Row k of A is the X^T part of the row chosen at step k over its pivot (A symmetric). D is even: the last
+  // step wrote buffer 0.
+  const int pr = s.pivot[r];
+  s.next[r][lane] = s.m[0][pr][D + lane] * s.pivot_inv[r];
+  __syncthreads();
+  return 0.5f * (s.next[r][lane] + s.next[lane][r]);
+}
+
+struct alignas(16) ChainSmem {
+  float pi[2 * D][2 * D + 4];  // float4 rows: the product reads four of a row's entries at once
+  float xz[2 * D][D + 1];  // [X; Z] before the current group: A = X Z^{-1}
+  SolveSmem solve;
+};
+
 __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
   __shared__ ChainSmem s;
   const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  s.a[r][lane] = r == lane ? 1.f / pl.lambda0 : 0.f;  // line 4
-  float z = 0.f;                                      // warp 0: z, lane = coordinate
+  s.xz[r][lane] = r == lane ? 1.f / pl.lambda0 : 0.f;  // line 4: [A_0; I]
+  s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
+  float z = 0.f;  // warp 0: z, lane = coordinate
+  // Pi_g's entries of this thread, loaded a group ahead so that the global loads' latency overlaps a step.
+  constexpr int kPer = 4 * D * D / kChainThreads;
+  float next_pi[kPer];
+  const auto load_pi = [&](int g) {
+    const float* pi = pl.pi + pl.slot(seq, g) * (4 * D * D);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) next_pi[i] = pi[threadIdx.x + i * kChainThreads];
+  };
+  load_pi(0);
   for (int g = 0; g < pl.groups; ++g) {
-    const long long slot = pl.slot(seq, g);
-    const float* pi = pl.pi + slot * (4 * D * D);
-    for (int i = threadIdx.x; i < 4 * D * D; i += kChainThreads) s.pi[i / (2 * D)][i % (2 * D)] = pi[i];
-    __syncthreads();
-    pl.a0[slot * D * D + r * D + lane] = s.a[r][lane];
-    if (r == 0) {
-      pl.z0[slot * D + lane] = z;
-      z += pl.zsum[slot * D + lane];
+    const long long at = pl.slot(seq, g) * D * D + r * D + lane;
+    __syncthreads();  // the previous step's reads of pi done, its [X; Z] written
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int e = threadIdx.x + i * kChainThreads;
+      s.pi[e / (2 * D)][e % (2 * D)] = next_pi[i];
     }
-    // Row r of Z^T and X^T: Z^T[r][j] = sum_k Pi21[j][k] A[k][r] + Pi22[j][r], X^T likewise with Pi11, Pi12.
-    float zt = s.pi[D + lane][D + r], xt = s.pi[lane][D + r];
-#pragma unroll 8
-    for (int k = 0; k < D; ++k) {
-      const float akr = s.a[k][r];
-      zt = fmaf(s.pi[D + lane][k], akr, zt);
-      xt = fmaf(s.pi[lane][k], akr, xt);
-    }
-    s.m[0][r][lane] = zt;
-    s.m[0][r][D + lane] = xt;
-    unsigned used = 0u;  // warp 0's record of the pivot rows taken
-    for (int k = 0; k < D; ++k) {
-      const int b = k & 1;
-      __syncthreads();
-      if (r == 0) {
-        // The largest |Z^T[i][k]| over the unused rows in one warp reduction: the key is |v|'s bit pattern
-        // (ordered as an unsigned for v >= 0) with its 5 low bits replaced by 31 - row, so ties (and values
-        // within 2^-18 relative) go to the first row. A NaN or used row has key 0 and never wins; with no
-        // usable candidate the first unused row is taken (the NaN then spreads).
-        const float v = fabsf(s.m[b][lane][k]);
-        const unsigned key = (used >> lane & 1u) || !(v > 0.f) ? 0u : (__float_as_uint(v) & ~31u) | (31u - lane);
-        const unsigned top = __reduce_max_sync(kFull, key);
-        const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
-        used |= 1u << p;
-        if (lane == 0) {
-          s.pivot[k] = p;
-          s.pivot_inv[k] = 1.f / s.m[b][p][k];
-        }
+    if (g + 1 < pl.groups) load_pi(g + 1);
+    if (g % pl.span == 0) {
+      if (g > 0) {  // renormalise: [X; Z] -> [A; I]
+        s.solve.m[0][r][lane] = s.xz[D + lane][r];
+        s.solve.m[0][r][D + lane] = s.xz[lane][r];
+        const float a = solve_penalty(s.solve, r, lane);
+        s.xz[r][lane] = a;
+        s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
       }
-      __syncthreads();
-      const int p = s.pivot[k];
-      const float f = r == p ? 0.f : s.m[b][r][k] * s.pivot_inv[k];
-      s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
-      s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
+      pl.a0[at] = s.xz[r][lane];
+    } else {  // penalty_expand solves this group's A from its pair
+      pl.a0[at] = s.xz[r][lane];
+      pl.zh[at] = s.xz[D + r][lane];
+    }
+    if (r == 0) {
+      pl.z0[pl.slot(seq, g) * D + lane] = z;
+      z += pl.zsum[pl.slot(seq, g) * D + lane];
+    }
+    if (g + 1 == pl.groups) break;
+    __syncthreads();  // pi stored, [X; Z] final
+    // [X; Z] <- Pi_g [X; Z]: rows r of X' and Z', column lane.
+    float xn = 0.f, zn = 0.f;
+#pragma unroll 4
+    for (int k = 0; k < 2 * D; k += 4) {
+      const float4 px = ld4(&s.pi[r][k]), pz = ld4(&s.pi[D + r][k]);
+      const float c0 = s.xz[k][lane], c1 = s.xz[k + 1][lane], c2 = s.xz[k + 2][lane], c3 = s.xz[k + 3][lane];
+      xn = fmaf(px.x, c0, xn); xn = fmaf(px.y, c1, xn); xn = fmaf(px.z, c2, xn); xn = fmaf(px.w, c3, xn);
+      zn = fmaf(pz.x, c0, zn); zn = fmaf(pz.y, c1, zn); zn = fmaf(pz.z, c2, zn); zn = fmaf(pz.w, c3, zn);
     }
     __syncthreads();
-    // Row k of A' is the X^T part of the row chosen at step k over its pivot (A' symmetric). D is even: the
-    // last step wrote buffer 0.
-    const int pr = s.pivot[r];
-    s.next[r][lane] = s.m[0][pr][D + lane] * s.pivot_inv[r];
-    __syncthreads();
-    s.a[r][lane] = 0.5f * (s.next[r][lane] + s.next[lane][r]);  // symmetrised, as the recurrence is
-    __syncthreads();
+    s.xz[r][lane] = xn;
+    s.xz[D + r][lane] = zn;
   }
+}
+
+// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block each.
+__global__ void __launch_bounds__(kChainThreads) penalty_expand_kernel(Plan pl) {
+  __shared__ SolveSmem s;
+  const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (g % pl.span == 0) return;  // block-uniform
+  const long long at = pl.slot(seq, g) * D * D + r * D + lane;
+  s.m[0][lane][r] = pl.zh[at];      // Z^T
+  s.m[0][lane][D + r] = pl.a0[at];  // X^T
+  pl.a0[at] = solve_penalty(s, r, lane);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -631,6 +691,10 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
   if ((e = launch_groups<MapSmem>(group_maps_kernel, x, pl, stream)) != cudaSuccess) return e;
   penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if (pl.groups > 1 && pl.span > 1) {
+    penalty_expand_kernel<<<pl.seqs * pl.groups, kChainThreads, 0, stream>>>(pl);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  }
   if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM>, x, pl, stream)) != cudaSuccess) return e;
   if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream, 2)) != cudaSuccess) return e;
   memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
@@ -681,12 +745,13 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.checkpoints = x.checkpoints;
   if (pl.checkpoints && pl.group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
   pl.groups = (x.T + pl.group_tokens - 1) / pl.group_tokens;
+  pl.span = std::max(1, kChunkedVlaChainSegments / chunked_vla_group(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr));
   pl.seqs = x.B * x.H;
   pl.lambda0 = p.lambda0;
   pl.eta = p.refresh_eta;
   pl.eps = p.eps;
   const long long slots = static_cast<long long>(pl.seqs) * pl.groups;
-  const long long floats = slots * (4 * D * D + D + D * D + D + 3 * D * D) + 2LL * pl.seqs * x.T * D;
+  const long long floats = slots * (4 * D * D + D + 2 * D * D + D + 3 * D * D) + 2LL * pl.seqs * x.T * D;
   float* ws = nullptr;
   cudaError_t e = cudaMallocAsync(&ws, floats * sizeof(float), stream);
   if (e != cudaSuccess) return e;
@@ -695,6 +760,7 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.pi = take(slots * 4 * D * D);
   pl.zsum = take(slots * D);
   pl.a0 = take(slots * D * D);
+  pl.zh = take(slots * D * D);
   pl.z0 = take(slots * D);
   pl.tr = take(slots * D * D);
   pl.bm = take(slots * D * D);

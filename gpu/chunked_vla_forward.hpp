@@ -27,6 +27,11 @@ inline constexpr int kChunkedVlaDefaultChunk = 32;
 // group gave ~830 warps at T = 4096 and at T = 16384 (docs/chunkwise-vla.md, the measured table).
 inline constexpr int kChunkedVlaGroupWarps = 832;
 inline constexpr int kChunkedVlaMaxGroup = 64;
+// The penalty chain carries A across groups as a homogeneous pair multiplied by each group's map and
+// renormalises it by a solve once per this many segments (chunks without a refresh): the products of up
+// to 256 segments keep A within 3-10e-7 of mp50 in float (notebooks-cpp/penalty_chain_groups.cpp), and
+// the chain's solves, its slow steps, become T / (128 segments) per sequence whatever the group length.
+inline constexpr int kChunkedVlaChainSegments = 128;
 
 // The chunk length a request runs with: `chunk` (1..kChunkedVlaMaxChunk; 0 asks for the default),
 // cut to the refresh period when there is one (chunks end on refresh steps).
@@ -40,8 +45,8 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 // with checkpoints.
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 
-// Launches the chunked forward on `stream` (six kernels and a stream-ordered workspace of
-// 33 KB per (sequence, group) + B H T d 4 bytes, freed on the stream). With x.checkpoints set, a seventh
+// Launches the chunked forward on `stream` (seven kernels and a stream-ordered workspace of
+// 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, a seventh
 // writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
 // (backward_checkpoint_offset, gpu/recurrent_forward.hpp): what vla_group_backward starts from. Returns the
 // first launch or allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -22,7 +23,7 @@ vla::gpu::RecurrentParams params(int refresh_period) {
 }
 
 // One launch of the chunked kernel (chunk 0: the default) or, with chunk < 0, of the fused recurrent kernel.
-std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::RecurrentParams& p) {
+std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::RecurrentParams& p, int group = 0) {
   using vla::gpu::DeviceBuffer;
   const Shape s = in.s;
   DeviceBuffer q(in.q), k(in.k), v(in.v), u(in.u), o(in.q.size());
@@ -30,7 +31,7 @@ std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::Recurren
   vla::gpu::RecurrentTensors x;
   x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
   x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
-  vla::gpu::check(chunk < 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk),
+  vla::gpu::check(chunk < 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, group),
                   "forward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "forward (sync)");
   vla::gpu::check(cudaGetLastError(), "forward (last error)");
@@ -73,6 +74,31 @@ TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bou
         CHECK(e <= tol);
       }
     }
+}
+
+TEST_CASE("chunked VLA forward: the penalty chain's renormalised groups and the solved ones agree with Algorithm 1", "[gpu][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // The chain renormalises [X; Z] to [A; I] at every span-th group and leaves the groups between to
+  // penalty_expand's solves. Group lengths whose spans (kChunkedVlaChainSegments / group) end inside the
+  // sequence, so both kinds of group start and the products across a renormalisation are checked. A
+  // failure here and not in the chunk-length test points at the chain's spans, not at the chunk algebra.
+  const Shape s{1, 2, 3000, 32};
+  const Inputs in = random_inputs(s, 4242);
+  const double tol = fp32_bound(s);
+  for (int period : {20, 0}) {
+    const Outputs cpu = run_cpu_vla(in, period);
+    const auto p = params(period);
+    for (int group : {1, 16, 40, 64}) {
+      const std::vector<float> gpu = run_gpu(in, 16, p, group);
+      const int groups = (s.T + vla::gpu::chunked_vla_group_tokens(16, group, p, s.B * s.H, s.T) - 1) /
+                         vla::gpu::chunked_vla_group_tokens(16, group, p, s.B * s.H, s.T);
+      const int span = std::max(1, vla::gpu::kChunkedVlaChainSegments / group);
+      INFO("refresh " << period << " group " << group << ": " << groups << " groups, renormalised every " << span);
+      REQUIRE(groups > span);  // the shape exercises a renormalisation after the first group
+      REQUIRE(all_finite(gpu));
+      CHECK(rel_err(gpu, cpu.o) <= tol);
+    }
+  }
 }
 
 TEST_CASE("chunked VLA forward is the same function of each sequence whatever the launch shape", "[gpu][chunked]") {
