@@ -25,6 +25,7 @@
 #include "core/phi.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -38,6 +39,7 @@ constexpr int LD = D + 4;           // row stride of the warps' shared matrices:
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
 constexpr int kBatch = 16;          // group_maps: tokens whose loads are issued together
 constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
+constexpr int kExpandThreads = 256; // penalty_expand: warp w owns rows w, w + 8, ...
 
 // 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that the
 // error shows in the output instead of a plausible 0 (docs/recurrences.md, "Scale").
@@ -235,25 +237,28 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 // microseconds) and its solves one per span (the products within a span are as accurate as one group of
 // that many segments: docs/chunkwise-vla.md, "The penalty chain"). z_{g+1} = z_g + zsum_g on the way.
 //
-// The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T] in shared memory, thread
-// (r, lane) owning entries (r, lane) and (r, D + lane); per pivot, warp 0 finds the row, then every thread
-// updates its two entries into the other buffer (two block barriers, no write-after-read wait).
+// The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T] in shared memory, warp w of
+// the block owning rows w, w + W, ... (W warps), lane j their entries j and D + j; per pivot, warp 0 finds the
+// row, then every thread updates its entries into the other buffer (two block barriers, no write-after-read
+// wait).
 
 struct SolveSmem {
   float m[2][D][2 * D + 1];  // [Z^T | X^T], double-buffered by step parity
-  float next[D][D + 1];
+  float next[D][D + 1];      // A, row k from the row chosen at step k
   int pivot[D];              // the row chosen at step k
   float pivot_inv[D];        // 1 / its pivot
 };
 
-// A = X Z^{-1} (symmetrised, as the recurrence is), entry (r, lane) on thread (r, lane) of a 1024-thread block;
-// s.m[0] holds [Z^T | X^T], written before the call (the first barrier below orders it).
-__device__ float solve_penalty(SolveSmem& s, int r, int lane) {
+// On entry s.m[0] holds [Z^T | X^T] (the first barrier below orders its writes); on return s.next holds
+// A = X Z^{-1}, whose entry (r, j) the callers read symmetrised, as the recurrence keeps A, by sym_entry.
+template <int kThreads> __device__ void solve_penalty(SolveSmem& s) {
+  constexpr int W = kThreads / 32;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned used = 0u;  // warp 0's record of the pivot rows taken
   for (int k = 0; k < D; ++k) {
     const int b = k & 1;
     __syncthreads();
-    if (r == 0) {
+    if (w == 0) {
       // The largest |Z^T[i][k]| over the unused rows in one warp reduction: the key is |v|'s bit pattern
       // (ordered as an unsigned for v >= 0) with its 5 low bits replaced by 31 - row, so ties (and values
       // within 2^-18 relative) go to the first row. A NaN or used row has key 0 and never wins; with no
@@ -270,18 +275,23 @@ __device__ float solve_penalty(SolveSmem& s, int r, int lane) {
     }
     __syncthreads();
     const int p = s.pivot[k];
-    const float f = r == p ? 0.f : s.m[b][r][k] * s.pivot_inv[k];
-    s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
-    s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
+    const float inv = s.pivot_inv[k];
+#pragma unroll
+    for (int r = w; r < D; r += W) {
+      const float f = r == p ? 0.f : s.m[b][r][k] * inv;
+      s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
+      s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
+    }
   }
   __syncthreads();
   // Row k of A is the X^T part of the row chosen at step k over its pivot (A symmetric). D is even: the last
   // step wrote buffer 0.
-  const int pr = s.pivot[r];
-  s.next[r][lane] = s.m[0][pr][D + lane] * s.pivot_inv[r];
+#pragma unroll
+  for (int r = w; r < D; r += W) s.next[r][lane] = s.m[0][s.pivot[r]][D + lane] * s.pivot_inv[r];
   __syncthreads();
-  return 0.5f * (s.next[r][lane] + s.next[lane][r]);
 }
+
+__device__ __forceinline__ float sym_entry(const SolveSmem& s, int r, int j) { return 0.5f * (s.next[r][j] + s.next[j][r]); }
 
 struct alignas(16) ChainSmem {
   float pi[2 * D][2 * D + 4];  // float4 rows: the product reads four of a row's entries at once
@@ -317,8 +327,8 @@ __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
       if (g > 0) {  // renormalise: [X; Z] -> [A; I]
         s.solve.m[0][r][lane] = s.xz[D + lane][r];
         s.solve.m[0][r][D + lane] = s.xz[lane][r];
-        const float a = solve_penalty(s.solve, r, lane);
-        s.xz[r][lane] = a;
+        solve_penalty<kChainThreads>(s.solve);
+        s.xz[r][lane] = sym_entry(s.solve, r, lane);
         s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
       }
       pl.a0[at] = s.xz[r][lane];
@@ -347,15 +357,22 @@ __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
   }
 }
 
-// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block each.
-__global__ void __launch_bounds__(kChainThreads) penalty_expand_kernel(Plan pl) {
+// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block of kExpandThreads each
+// (8 warps: many blocks resident per SM, and a cheaper barrier per pivot than the chain's 32 warps).
+__global__ void __launch_bounds__(kExpandThreads) penalty_expand_kernel(Plan pl) {
   __shared__ SolveSmem s;
-  const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int W = kExpandThreads / 32;
+  const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (g % pl.span == 0) return;  // block-uniform
-  const long long at = pl.slot(seq, g) * D * D + r * D + lane;
-  s.m[0][lane][r] = pl.zh[at];      // Z^T
-  s.m[0][lane][D + r] = pl.a0[at];  // X^T
-  pl.a0[at] = solve_penalty(s, r, lane);
+  const long long at = pl.slot(seq, g) * D * D + lane;
+#pragma unroll
+  for (int r = w; r < D; r += W) {
+    s.m[0][lane][r] = pl.zh[at + r * D];      // Z^T
+    s.m[0][lane][D + r] = pl.a0[at + r * D];  // X^T
+  }
+  solve_penalty<kExpandThreads>(s);
+#pragma unroll
+  for (int r = w; r < D; r += W) pl.a0[at + r * D] = sym_entry(s, r, lane);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -650,12 +667,15 @@ __global__ void __launch_bounds__(kChainThreads) memory_chain_kernel(Plan pl) {
   __shared__ float S[D][D + 1], tr[D][D + 1];
   const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
   S[r][lane] = 0.f;
-  for (int g = 0; g < pl.groups; ++g) {
-    const long long at = pl.slot(seq, g) * D * D + r * D + lane;
-    tr[r][lane] = pl.tr[at];
+  // Tr_g and B_g's entries of this thread, loaded a group ahead so that the loads' latency overlaps a step.
+  long long at = pl.slot(seq, 0) * D * D + r * D + lane;
+  float tr_next = pl.tr[at], bm_next = pl.bm[at];
+  for (int g = 0; g < pl.groups; ++g, at += D * D) {  // slot (seq, g + 1) follows slot (seq, g)
+    tr[r][lane] = tr_next;
     pl.s0[at] = S[r][lane];
+    float next = bm_next;
+    if (g + 1 < pl.groups) tr_next = pl.tr[at + D * D], bm_next = pl.bm[at + D * D];
     __syncthreads();
-    float next = pl.bm[at];
 #pragma unroll 8
     for (int k = 0; k < D; ++k) next = fmaf(S[r][k], tr[k][lane], next);
     __syncthreads();
@@ -692,7 +712,7 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
   penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (pl.groups > 1 && pl.span > 1) {
-    penalty_expand_kernel<<<pl.seqs * pl.groups, kChainThreads, 0, stream>>>(pl);
+    penalty_expand_kernel<<<pl.seqs * pl.groups, kExpandThreads, 0, stream>>>(pl);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
   if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM>, x, pl, stream)) != cudaSuccess) return e;
@@ -706,6 +726,38 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
   return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false>, x, pl, stream);
 }
 
+// Blocks of the group-parallel kernels resident at once on the current device: its SMs times the blocks per
+// SM of the least occupied one-warp-per-group kernel at chunk size CM (the memory maps run two warps per
+// group at twice the occupancy, so the same waves). Queried once per device; where the query fails, an
+// H100's 132 SMs x 2 blocks.
+template <int CM> long long resident_group_blocks() {
+  constexpr int kDevices = 64, kFallback = 132 * 2;
+  static std::atomic<int> cache[kDevices];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) {
+    cudaGetLastError();  // nothing launched here: leave no error behind for the caller's next check
+    return kFallback;
+  }
+  if (const int n = cache[dev].load(std::memory_order_relaxed)) return n;
+  int sms = 0, per_sm = 1 << 30;
+  bool ok = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess;
+  const auto occupancy = [&](auto kernel, int bytes) {
+    int n = 0;
+    ok = ok && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess &&
+         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kWarps * 32, bytes) == cudaSuccess;
+    per_sm = std::min(per_sm, n);
+  };
+  occupancy(group_maps_kernel, static_cast<int>(kWarps * sizeof(MapSmem)));
+  occupancy(alphas_kernel<CM>, static_cast<int>(kWarps * sizeof(AlphaSmem<CM>)));
+  occupancy(memory_kernel<CM, false>, static_cast<int>(kWarps * sizeof(MemorySmem<CM, false>)));
+  if (!ok || sms < 1 || per_sm < 1) {
+    cudaGetLastError();
+    return kFallback;
+  }
+  cache[dev].store(sms * per_sm, std::memory_order_relaxed);
+  return sms * per_sm;
+}
+
 }  // namespace
 
 int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
@@ -717,13 +769,21 @@ int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
 int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
   if (group > 0) return group;
   const int segment = p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p);
-  const double g = std::round(static_cast<double>(seqs) * T / (double(segment) * kChunkedVlaGroupWarps));
-  const int n = g < 1 ? 1 : g > kChunkedVlaMaxGroup ? kChunkedVlaMaxGroup : static_cast<int>(g);
-  if (!checkpoints) return n;
-  // The smallest m with m segments a multiple of kBackwardChunk tokens divides kBackwardChunk (32), so
-  // also kChunkedVlaMaxGroup (64): the rounded group stays within the cap.
-  const int m = kBackwardChunk / std::gcd(segment, kBackwardChunk);
-  return std::max(m, (n + m / 2) / m * m);
+  const int c = chunked_vla_chunk(chunk, p);
+  const long long wave = c <= 16 ? resident_group_blocks<16>() : c <= 20 ? resident_group_blocks<20>() : resident_group_blocks<32>();
+  // With checkpoints, groups of a whole number of kBackwardChunk tokens: multiples of the smallest such m,
+  // which divides kBackwardChunk (32) and so also kChunkedVlaMaxGroup (64).
+  const int m = checkpoints ? kBackwardChunk / std::gcd(segment, kBackwardChunk) : 1;
+  int best = m;
+  double best_cost = 0.0;
+  for (int g = m; g <= kChunkedVlaMaxGroup; g += m) {
+    const long long tokens = static_cast<long long>(g) * segment, groups = (T + tokens - 1) / tokens;
+    const long long blocks = seqs * ((groups + kWarps - 1) / kWarps), waves = (blocks + wave - 1) / wave;
+    const double cost = static_cast<double>(waves * tokens) + kChunkedVlaChainStepTokens * static_cast<double>(groups);
+    if (g == m || cost < best_cost) best = g, best_cost = cost;
+    if (groups == 1) break;  // a longer group only adds chunks past the sequence's end
+  }
+  return best;
 }
 
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {

@@ -21,11 +21,13 @@ inline constexpr int kChunkedVlaHeads[] = {32};
 inline constexpr int kChunkedVlaMaxChunk = 32;
 inline constexpr int kChunkedVlaDefaultChunk = 32;
 // Refresh segments per group (without a refresh: chunks per group), when the caller leaves it to the
-// launch: as many as give ~kChunkedVlaGroupWarps (sequence, group) warps over the launch, at most
-// kChunkedVlaMaxGroup. The group-parallel kernels are latency-bound, so they want many warps (short
-// groups), and the two chains want few steps (long groups); on an H100 at B = 8, H = 4, d = 32 the fastest
-// group gave ~830 warps at T = 4096 and at T = 16384 (docs/chunkwise-vla.md, the measured table).
-inline constexpr int kChunkedVlaGroupWarps = 832;
+// launch: the group kernels walk their groups one warp each, latency-bound, in waves of the blocks the
+// device holds at once (4 warps a block, 2 blocks per SM on an H100), so their time is ~ waves x group
+// tokens, and each group adds a step to the two chains, worth ~kChunkedVlaChainStepTokens tokens of a
+// walk. The launch takes the group (at most kChunkedVlaMaxGroup) that minimises waves x group tokens +
+// kChunkedVlaChainStepTokens x groups: on an H100 at B = 8, H = 4, d = 32, refresh 20, it picks 7, 26 and
+// 52 segments at T = 4096, 16384 and 65536, the fastest measured (docs/chunkwise-vla.md).
+inline constexpr double kChunkedVlaChainStepTokens = 3.0;
 inline constexpr int kChunkedVlaMaxGroup = 64;
 // The penalty chain carries A across groups as a homogeneous pair multiplied by each group's map and
 // renormalises it by a solve once per this many segments (chunks without a refresh): the products of up
@@ -37,16 +39,16 @@ inline constexpr int kChunkedVlaChainSegments = 128;
 // cut to the refresh period when there is one (chunks end on refresh steps).
 int chunked_vla_chunk(int chunk, const RecurrentParams& p);
 
-// Segments per group a launch of `seqs` sequences of T tokens runs with: `group` when positive, else the
-// choice above; with `checkpoints` (x.checkpoints set, below) that choice rounded to a group of a whole
-// number of kBackwardChunk tokens.
+// Segments per group a launch of `seqs` sequences of T tokens runs with on the current device: `group`
+// when positive, else the choice above; with `checkpoints` (x.checkpoints set, below) chosen among groups
+// of a whole number of kBackwardChunk tokens.
 int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 // The same group in tokens: what vla_group_backward (gpu/recurrent_backward.hpp) takes after a forward
 // with checkpoints.
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 
 // Launches the chunked forward on `stream` (seven kernels and a stream-ordered workspace of
-// 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, a seventh
+// 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, an eighth
 // writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
 // (backward_checkpoint_offset, gpu/recurrent_forward.hpp): what vla_group_backward starts from. Returns the
 // first launch or allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside

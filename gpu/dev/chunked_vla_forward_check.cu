@@ -4,7 +4,7 @@
 // and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
-//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|profile [T]]
+//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|profile [T]|groups T G,...]
 // (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck;
 // ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh)
 //
@@ -182,6 +182,19 @@ int main(int argc, char** argv) {
         p.refresh_period = period;
         std::printf("  %d/%d/%d %.3f", T, period, chunk, time_ms(chunk, in.x, p, reps));
       }
+    }
+    std::printf("\n");
+    return 0;
+  }
+  if (mode == "groups") {  // groups T G1,G2,...: the forward at (8, 4, T, 32), refresh 20, C = 20, at each group
+    const int T = argc > 3 ? std::atoi(argv[3]) : 16384;
+    const RandomTensors in(8, 4, T, 1);
+    std::printf("T %d group (ms):", T);
+    for (std::string list = argc > 4 ? argv[4] : "0"; !list.empty();) {
+      const std::size_t comma = list.find(',');
+      const int g = std::atoi(list.substr(0, comma).c_str());
+      list = comma == std::string::npos ? "" : list.substr(comma + 1);
+      std::printf("  %d %.3f", g, time_ms(20, in.x, RecurrentParams{}, reps, g));
     }
     std::printf("\n");
     return 0;
