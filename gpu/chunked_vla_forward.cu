@@ -238,9 +238,10 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 // that many segments: docs/chunkwise-vla.md, "The penalty chain"). z_{g+1} = z_g + zsum_g on the way.
 //
 // The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T] in shared memory, warp w of
-// the block owning rows w, w + W, ... (W warps), lane j their entries j and D + j; per pivot, warp 0 finds the
-// row, then every thread updates its entries into the other buffer (two block barriers, no write-after-read
-// wait).
+// the block owning rows w, w + W, ... (W warps), lane j their entries j and D + j. Per pivot step, every
+// thread updates its entries into the other buffer while warp 0 also computes the next column's updated
+// entries itself (the same operations as their owners', so the same bits) and chooses the next pivot from
+// them: one block barrier per step, and the pivot search off the other warps' path.
 
 struct SolveSmem {
   float m[2][D][2 * D + 1];  // [Z^T | X^T], double-buffered by step parity
@@ -249,31 +250,35 @@ struct SolveSmem {
   float pivot_inv[D];        // 1 / its pivot
 };
 
+// Warp 0: the pivot of column k from its entries v (lane = row) among the rows not yet used. The largest |v|
+// in one warp reduction: the key is |v|'s bit pattern (ordered as an unsigned for v >= 0) with its 5 low
+// bits replaced by 31 - row, so ties (and values within 2^-18 relative) go to the first row. A NaN or used
+// row has key 0 and never wins; with no usable candidate the first unused row is taken (the NaN then
+// spreads).
+__device__ __forceinline__ void choose_pivot(SolveSmem& s, float v, int k, unsigned& used, int lane) {
+  const float a = fabsf(v);
+  const unsigned key = (used >> lane & 1u) || !(a > 0.f) ? 0u : (__float_as_uint(a) & ~31u) | (31u - lane);
+  const unsigned top = __reduce_max_sync(kFull, key);
+  const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
+  used |= 1u << p;
+  const float pv = __shfl_sync(kFull, v, p);
+  if (lane == 0) {
+    s.pivot[k] = p;
+    s.pivot_inv[k] = 1.f / pv;
+  }
+}
+
 // On entry s.m[0] holds [Z^T | X^T] (the first barrier below orders its writes); on return s.next holds
 // A = X Z^{-1}, whose entry (r, j) the callers read symmetrised, as the recurrence keeps A, by sym_entry.
 template <int kThreads> __device__ void solve_penalty(SolveSmem& s) {
   constexpr int W = kThreads / 32;
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned used = 0u;  // warp 0's record of the pivot rows taken
+  __syncthreads();
+  if (w == 0) choose_pivot(s, s.m[0][lane][0], 0, used, lane);
+  __syncthreads();
   for (int k = 0; k < D; ++k) {
     const int b = k & 1;
-    __syncthreads();
-    if (w == 0) {
-      // The largest |Z^T[i][k]| over the unused rows in one warp reduction: the key is |v|'s bit pattern
-      // (ordered as an unsigned for v >= 0) with its 5 low bits replaced by 31 - row, so ties (and values
-      // within 2^-18 relative) go to the first row. A NaN or used row has key 0 and never wins; with no
-      // usable candidate the first unused row is taken (the NaN then spreads).
-      const float v = fabsf(s.m[b][lane][k]);
-      const unsigned key = (used >> lane & 1u) || !(v > 0.f) ? 0u : (__float_as_uint(v) & ~31u) | (31u - lane);
-      const unsigned top = __reduce_max_sync(kFull, key);
-      const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
-      used |= 1u << p;
-      if (lane == 0) {
-        s.pivot[k] = p;
-        s.pivot_inv[k] = 1.f / s.m[b][p][k];
-      }
-    }
-    __syncthreads();
     const int p = s.pivot[k];
     const float inv = s.pivot_inv[k];
 #pragma unroll
@@ -282,8 +287,12 @@ template <int kThreads> __device__ void solve_penalty(SolveSmem& s) {
       s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
       s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
     }
+    if (w == 0 && k + 1 < D) {  // column k + 1 after this step, lane = row, as its owners compute it
+      const float f = lane == p ? 0.f : s.m[b][lane][k] * inv;
+      choose_pivot(s, fmaf(-f, s.m[b][p][k + 1], s.m[b][lane][k + 1]), k + 1, used, lane);
+    }
+    __syncthreads();
   }
-  __syncthreads();
   // Row k of A is the X^T part of the row chosen at step k over its pivot (A symmetric). D is even: the last
   // step wrote buffer 0.
 #pragma unroll
