@@ -4,7 +4,7 @@
 // and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
-//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|profile [T]|groups T G,...]
+//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|profile [T [G]]|groups T G,...]
 // (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck;
 // ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh)
 //
@@ -167,9 +167,9 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
   bool ok = true;
-  if (mode == "profile") {  // `reps` launches at the benchmark's shape (T: argument 3, default 4096), for a profiler
+  if (mode == "profile") {  // `reps` launches at the benchmark's shape (T: argument 3, default 4096; group: argument 4)
     const RandomTensors in(8, 4, argc > 3 ? std::atoi(argv[3]) : 4096, 7);
-    for (int i = 0; i < reps; ++i) CUDA_OK(launch(20, in.x, RecurrentParams{}));
+    for (int i = 0; i < reps; ++i) CUDA_OK(launch(20, in.x, RecurrentParams{}, argc > 4 ? std::atoi(argv[4]) : 0));
     CUDA_OK(cudaDeviceSynchronize());
     return 0;
   }
