@@ -366,8 +366,9 @@ __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
   }
 }
 
-// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block of kExpandThreads each
-// (8 warps: many blocks resident per SM, and a cheaper barrier per pivot than the chain's 32 warps).
+// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block of kExpandThreads each:
+// 8 warps, so that a wave holds every group of a launch (the chain's 32-warp solve shortens one sequence's
+// critical path; here throughput over many groups counts).
 __global__ void __launch_bounds__(kExpandThreads) penalty_expand_kernel(Plan pl) {
   __shared__ SolveSmem s;
   constexpr int W = kExpandThreads / 32;
@@ -775,9 +776,12 @@ int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
   return c;
 }
 
+// The unit a group counts: a refresh segment, or a chunk without the refresh.
+static int segment_tokens(int chunk, const RecurrentParams& p) { return p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p); }
+
 int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
   if (group > 0) return group;
-  const int segment = p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p);
+  const int segment = segment_tokens(chunk, p);
   const int c = chunked_vla_chunk(chunk, p);
   const long long wave = c <= 16 ? resident_group_blocks<16>() : c <= 20 ? resident_group_blocks<20>() : resident_group_blocks<32>();
   // With checkpoints, groups of a whole number of kBackwardChunk tokens: multiples of the smallest such m,
@@ -789,14 +793,17 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
     const long long tokens = static_cast<long long>(g) * segment, groups = (T + tokens - 1) / tokens;
     const long long blocks = seqs * ((groups + kWarps - 1) / kWarps), waves = (blocks + wave - 1) / wave;
     const double cost = static_cast<double>(waves * tokens) + kChunkedVlaChainStepTokens * static_cast<double>(groups);
-    if (g == m || cost < best_cost) best = g, best_cost = cost;
+    if (g == m || cost < best_cost) {
+      best = g;
+      best_cost = cost;
+    }
     if (groups == 1) break;  // a longer group only adds chunks past the sequence's end
   }
   return best;
 }
 
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
-  return chunked_vla_group(chunk, group, p, seqs, T, checkpoints) * (p.refresh_period > 0 ? p.refresh_period : chunked_vla_chunk(chunk, p));
+  return chunked_vla_group(chunk, group, p, seqs, T, checkpoints) * segment_tokens(chunk, p);
 }
 
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream) {
@@ -810,11 +817,12 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.T = x.T;
   pl.C = chunked_vla_chunk(chunk, p);
   pl.period = p.refresh_period;
-  pl.group_tokens = chunked_vla_group_tokens(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr);
+  const int group_segments = chunked_vla_group(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr);
+  pl.group_tokens = group_segments * segment_tokens(chunk, p);
   pl.checkpoints = x.checkpoints;
   if (pl.checkpoints && pl.group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
   pl.groups = (x.T + pl.group_tokens - 1) / pl.group_tokens;
-  pl.span = std::max(1, kChunkedVlaChainSegments / chunked_vla_group(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr));
+  pl.span = std::max(1, kChunkedVlaChainSegments / group_segments);
   pl.seqs = x.B * x.H;
   pl.lambda0 = p.lambda0;
   pl.eta = p.refresh_eta;
