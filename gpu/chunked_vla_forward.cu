@@ -67,6 +67,25 @@ __device__ __forceinline__ float dot_row(const float (&x)[D], const float* __res
   return acc;
 }
 
+// x . row and y . row in one pass over the row (each float4 read serves both), each sum in dot_row's order.
+__device__ __forceinline__ void dot_row2(const float (&x)[D], const float (&y)[D], const float* __restrict__ row, float& dx, float& dy) {
+  float ax = 0.f, ay = 0.f;
+#pragma unroll
+  for (int k = 0; k < D; k += 4) {
+    const float4 r = ld4(row + k);
+    ax = fmaf(x[k], r.x, ax);
+    ay = fmaf(y[k], r.x, ay);
+    ax = fmaf(x[k + 1], r.y, ax);
+    ay = fmaf(y[k + 1], r.y, ay);
+    ax = fmaf(x[k + 2], r.z, ax);
+    ay = fmaf(y[k + 2], r.z, ay);
+    ax = fmaf(x[k + 3], r.w, ax);
+    ay = fmaf(y[k + 3], r.w, ay);
+  }
+  dx = ax;
+  dy = ay;
+}
+
 // a . b of two shared rows on the calling lane (with a = b, ||a||^2: one lane per row gives every row's norm
 // at once, instead of a warp-wide butterfly per row).
 __device__ __forceinline__ float dot_row_shared(const float* a, const float* b) {
@@ -204,19 +223,23 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 #pragma unroll
     for (int i = 0; i < D; ++i) s.gram[i][lane] = gram[i];
     __syncwarp();
-    // H_s Pi, column by column: bottom' = Gram top + bottom, top' = top + eta_s bottom'.
-#pragma unroll 1
-    for (int half = 0; half < 2; ++half) {
-      const int c = lane + half * D;
-      float top[D];
+    // H_s Pi, lane's two columns at once (each Gram row read once for both): bottom' = Gram top + bottom,
+    // top' = top + eta_s bottom'.
+    float top0[D], top1[D];
 #pragma unroll
-      for (int i = 0; i < D; ++i) top[i] = s.pi[i][c];
-#pragma unroll 4
-      for (int i = 0; i < D; ++i) {
-        const float bottom = s.pi[D + i][c] + dot_row(top, s.gram[i]);
-        s.pi[D + i][c] = bottom;
-        s.pi[i][c] = fmaf(eta, bottom, top[i]);
-      }
+    for (int i = 0; i < D; ++i) {
+      top0[i] = s.pi[i][lane];
+      top1[i] = s.pi[i][lane + D];
+    }
+#pragma unroll
+    for (int i = 0; i < D; ++i) {
+      float dot0, dot1;
+      dot_row2(top0, top1, s.gram[i], dot0, dot1);
+      const float bottom0 = s.pi[D + i][lane] + dot0, bottom1 = s.pi[D + i][lane + D] + dot1;
+      s.pi[D + i][lane] = bottom0;
+      s.pi[D + i][lane + D] = bottom1;
+      s.pi[i][lane] = fmaf(eta, bottom0, top0[i]);
+      s.pi[i][lane + D] = fmaf(eta, bottom1, top1[i]);
     }
     __syncwarp();
   }
