@@ -15,7 +15,7 @@
 //                     alpha_hat_t (line 20) and k_hat_t (line 9) for every token
 //   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
 //                     (V5 is affine in each row of S: run from 0 with the values it leaves B_g, from the unit
-//                     rows without values Tr_g; one warp each)
+//                     rows without values Tr_g; a lane carries both of its rows)
 //   5 memory_chain    per sequence: S at every group start, S_{g+1} = S_g Tr_g + B_g
 //   6 outputs         from S_g and z_g, the group's chunks in order: the residual sweep and the read (V5, D3)
 // The sequential depth is T / (group tokens) chain steps instead of T / C chunk steps, and the chunk work
@@ -142,15 +142,13 @@ struct Plan {
   __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
-// The group-parallel kernels: block b, warp w -> (sequence, group, part) with `parts` warps per group;
-// false for a warp past the last group.
-__host__ __device__ inline int blocks_per_sequence(const Plan& pl, int parts) { return (pl.groups * parts + kWarps - 1) / kWarps; }
-__device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g, int& part, int parts = 1) {
-  const int per_seq = blocks_per_sequence(pl, parts);
+// The group-parallel kernels: block b, warp w -> (sequence, group), one warp per group; false for a warp
+// past the last group.
+__host__ __device__ inline int blocks_per_sequence(const Plan& pl) { return (pl.groups + kWarps - 1) / kWarps; }
+__device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
+  const int per_seq = blocks_per_sequence(pl);
   seq = blockIdx.x / per_seq;
-  const int w = (blockIdx.x % per_seq) * kWarps + static_cast<int>(threadIdx.x >> 5);
-  g = w / parts;
-  part = w % parts;
+  g = (blockIdx.x % per_seq) * kWarps + static_cast<int>(threadIdx.x >> 5);
   return g < pl.groups;
 }
 
@@ -167,8 +165,8 @@ static_assert(kBatch <= 32, "group_maps: one lane per row of a batch");
 
 __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g, part;
-  if (!my_group(pl, seq, g, part)) return;
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
   const int lane = threadIdx.x & 31;
   MapSmem& s = reinterpret_cast<MapSmem*>(smem)[threadIdx.x >> 5];
   for (int i = 0; i < 2 * D; ++i) {
@@ -424,8 +422,8 @@ template <int CM> struct alignas(16) AlphaSmem {
 
 template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g, part;
-  if (!my_group(pl, seq, g, part)) return;
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
   const int lane = threadIdx.x & 31;
   AlphaSmem<CM>& s = reinterpret_cast<AlphaSmem<CM>*>(smem)[threadIdx.x >> 5];
   const long long base = static_cast<long long>(seq) * pl.T * D;
@@ -565,9 +563,10 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 
 // ---------------------------------------------------------------------------------------------------------
 // 4 and 6. The memory of (V5): per chunk E = (I + L_S)^-1 (V - K S^T), S' = S + E^T Alpha. Lane i owns row i
-// of S (value coordinate i). kMap: two warps per group; rows started at 0 with the values give the map's
-// constant part B_g, rows started at e_i without values its linear part Tr_g (each row's update is affine
-// in that row alone); otherwise S starts at S_g and the outputs are read.
+// of S (value coordinate i). kMap: lane i owns two rows, both of the map: row i started at 0 with the values
+// gives the map's constant part B_g, row i started at e_i without values its linear part Tr_g (each row's
+// update is affine in that row alone), and every shared row read serves both; otherwise S starts at S_g and
+// the outputs are read.
 
 template <int CM, bool kMap> struct alignas(16) MemorySmem {
   float K[CM][LD];   // k_hat_t (outputs: phi(k_t) first, for the read's denominators)
@@ -582,17 +581,20 @@ template <int CM, bool kMap> struct alignas(16) MemorySmem {
 
 template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int seq, g, part;
-  if (!my_group(pl, seq, g, part, kMap ? 2 : 1)) return;
+  int seq, g;
+  if (!my_group(pl, seq, g)) return;
   const int lane = threadIdx.x & 31;
   MemorySmem<CM, kMap>& s = reinterpret_cast<MemorySmem<CM, kMap>*>(smem)[threadIdx.x >> 5];
   const long long base = static_cast<long long>(seq) * pl.T * D, slot = pl.slot(seq, g);
-  // The map's two halves run on two warps: part 0 the constant rows (from 0, with the values), part 1 the
-  // linear rows (from e_lane, no value).
-  const bool basis = kMap && part == 1;
-  float S[D];  // row `lane` of S
+  // The lane's rows: kMap, row 0 the constant part (from 0, with the values) and row 1 the linear part
+  // (from e_lane, no value); otherwise row `lane` of S_g.
+  constexpr int R = kMap ? 2 : 1;
+  float S[R][D];
 #pragma unroll
-  for (int j = 0; j < D; ++j) S[j] = kMap ? (basis && j == lane ? 1.f : 0.f) : pl.s0[slot * D * D + lane * D + j];
+  for (int j = 0; j < D; ++j) {
+    S[0][j] = kMap ? 0.f : pl.s0[slot * D * D + lane * D + j];
+    if constexpr (kMap) S[R - 1][j] = j == lane ? 1.f : 0.f;
+  }
   float z = kMap ? 0.f : pl.z0[slot * D + lane];  // lane = key coordinate
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
@@ -605,7 +607,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       const long long at = base + static_cast<long long>(c0 + (r < n ? r : 0)) * D + lane;
       if constexpr (kMap) kin[r] = r < n ? pl.khat[at] : 0.f;
       else kin[r] = x.k[at];
-      vv[r] = r < n && !basis ? x.v[at] : 0.f;
+      vv[r] = r < n ? x.v[at] : 0.f;
       s.Ah[r][lane] = r < n ? pl.ahat[at] : 0.f;
       if constexpr (!kMap) qraw[r] = x.q[at];
     }
@@ -634,13 +636,20 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
     }
     __syncwarp();
-    // E before the sweep: v_t - S k_hat_t for this lane's row.
-    float e[CM], qs[kMap ? 1 : CM];
+    // E before the sweep: v_t - S k_hat_t for this lane's rows (the linear part has no values).
+    float e[R][CM], qs[kMap ? 1 : CM];
 #pragma unroll
     for (int t = 0; t < CM; ++t) {
       row_fence();
-      e[t] = vv[t] - dot_row(S, s.K[t]);
-      if constexpr (!kMap) qs[t] = dot_row(S, s.Q[t]);
+      if constexpr (kMap) {
+        float d0, d1;
+        dot_row2(S[0], S[1], s.K[t], d0, d1);
+        e[0][t] = vv[t] - d0;
+        e[1][t] = 0.f - d1;
+      } else {
+        e[0][t] = vv[t] - dot_row(S[0], s.K[t]);
+        qs[t] = dot_row(S[0], s.Q[t]);
+      }
     }
     // L_S and QA, lane j: column j.
     if (lane < CM) {
@@ -661,7 +670,8 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int t = j + 1; t < CM; ++t) {
         const float l = s.LS[t][j];
-        e[t] = fmaf(-l, e[j], e[t]);
+#pragma unroll
+        for (int q = 0; q < R; ++q) e[q][t] = fmaf(-l, e[q][j], e[q][t]);
       }
     }
     if constexpr (!kMap) {
@@ -671,7 +681,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
         row_fence();
         float o = qs[t];
 #pragma unroll
-        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[j], o);
+        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[0][j], o);
         const float den = s.den[t];
         if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den) ? o / den : __int_as_float(0x7fc00000);
       }
@@ -683,15 +693,20 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       float ar[D];
       load_row(ar, s.Ah[t]);
 #pragma unroll
-      for (int j = 0; j < D; ++j) S[j] = fmaf(e[t], ar[j], S[j]);
+      for (int q = 0; q < R; ++q)
+#pragma unroll
+        for (int j = 0; j < D; ++j) S[q][j] = fmaf(e[q][t], ar[j], S[q][j]);
     }
     __syncwarp();
     c0 += n;
   }
   if constexpr (kMap) {
-    float* out = (basis ? pl.tr : pl.bm) + slot * D * D + lane * D;
+    float *bm = pl.bm + slot * D * D + lane * D, *tr = pl.tr + slot * D * D + lane * D;
 #pragma unroll
-    for (int j = 0; j < D; ++j) out[j] = S[j];
+    for (int j = 0; j < D; ++j) {
+      bm[j] = S[0][j];
+      tr[j] = S[R - 1][j];
+    }
   }
 }
 
@@ -730,11 +745,11 @@ __global__ void __launch_bounds__(kChainThreads) checkpoints_kernel(Plan pl) {
 // ---------------------------------------------------------------------------------------------------------
 
 template <class Smem, class Kernel>
-cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& pl, cudaStream_t stream, int parts = 1) {
+cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
   constexpr int bytes = static_cast<int>(kWarps * sizeof(Smem));
   const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (attr != cudaSuccess) return attr;
-  const int blocks = pl.seqs * blocks_per_sequence(pl, parts);
+  const int blocks = pl.seqs * blocks_per_sequence(pl);
   kernel<<<blocks, kWarps * 32, bytes, stream>>>(x, pl);
   return cudaGetLastError();
 }
@@ -749,7 +764,7 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
   if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM>, x, pl, stream)) != cudaSuccess) return e;
-  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream, 2)) != cudaSuccess) return e;
+  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true>, x, pl, stream)) != cudaSuccess) return e;
   memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (pl.checkpoints) {
@@ -760,8 +775,7 @@ template <int CM> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan
 }
 
 // Blocks of the group-parallel kernels resident at once on the current device: its SMs times the blocks per
-// SM of the least occupied one-warp-per-group kernel at chunk size CM (the memory maps run two warps per
-// group at twice the occupancy, so the same waves). Queried once per device; where the query fails, an
+// SM of the least occupied of them at chunk size CM. Queried once per device; where the query fails, an
 // H100's 132 SMs x 2 blocks.
 template <int CM> long long resident_group_blocks() {
   constexpr int kDevices = 64, kFallback = 132 * 2;
@@ -782,6 +796,7 @@ template <int CM> long long resident_group_blocks() {
   };
   occupancy(group_maps_kernel, static_cast<int>(kWarps * sizeof(MapSmem)));
   occupancy(alphas_kernel<CM>, static_cast<int>(kWarps * sizeof(AlphaSmem<CM>)));
+  occupancy(memory_kernel<CM, true>, static_cast<int>(kWarps * sizeof(MemorySmem<CM, true>)));
   occupancy(memory_kernel<CM, false>, static_cast<int>(kWarps * sizeof(MemorySmem<CM, false>)));
   if (!ok || sms < 1 || per_sm < 1) {
     cudaGetLastError();
