@@ -3,9 +3,10 @@
 //md The chunked VLA forward (docs/chunkwise-vla.md, "The penalty chain") never steps A_t token by token:
 //md between two refreshes A' = (A^{-1} + Gram_s)^{-1} + eta_s I is a matrix Moebius map, a group of segments
 //md is one 2d x 2d product Pi = H_m ... H_1 (P2), and the only sequential work is one d x d solve per group
-//md (P3). Longer groups mean fewer steps in sequence: the GPU forward takes up to 64 segments per group, and
-//md a two-level design would multiply the Pi of several consecutive groups into one, which is the same
-//md thing as a longer group. The products grow, though: with the refresh (eta > 0) each H_s has an
+//md (P3). Longer groups mean fewer steps in sequence. The GPU forward takes up to 64 segments per group and
+//md carries the pair [X; Z] across groups by products, solving only once per 128 segments
+//md (kChunkedVlaChainSegments): between two solves it computes what one longer group would, so this
+//md notebook's answer bounds that span as well as the group. The products grow, though: with the refresh (eta > 0) each H_s has an
 //md eigenvalue above 1, so Pi's entries grow with the group and float rounds them relative to that growth.
 //md This notebook measures, against A from Algorithm 1's tracker in mp50, how long a group can get before
 //md float loses A, and compares it with the token recurrence (one Sherman-Morrison update per token) in
@@ -101,8 +102,8 @@ int main() {
   //md Where the products stay moderate the chain is the more accurate of the two, because it rounds far
   //md fewer times; where max |Pi| has grown by many orders of magnitude, float's rounding relative to the
   //md largest entries has lost the directions A depends on, and one solve per group renormalises too late.
-  //md A two-level chain (several groups' products multiplied before a solve) is therefore bounded by the
-  //md same table: a super-group may hold as many segments as the longest safe group above, on inputs like
-  //md these; trained directions more anisotropic than the skewed ones here could lower that bound, and
-  //md should be measured the same way.
+  //md The GPU chain's span between solves (several groups' products applied before a solve) is therefore
+  //md bounded by the same table: it may hold as many segments as the longest safe group above, on inputs
+  //md like these; it holds 128, half of that. Trained directions more anisotropic than the skewed ones here
+  //md could lower the bound, and should be measured the same way.
 }
