@@ -576,7 +576,7 @@ template <int CM, bool kMap> struct alignas(16) MemorySmem {
   float QA[kMap ? 1 : CM][CM + 1];  // phi(q_t) . alpha_hat_j, j <= t
   float inv_k[kMap ? 1 : CM];       // 1 / ||phi(k_t)||
   float den[CM];                    // the read's denominators
-  alignas(16) float z[D];           // z before the chunk
+  alignas(16) float Zr[kMap ? 1 : CM][LD];  // z_t = z + sum_{j<=t} phi(k_j) for each row t (line 24)
 };
 
 template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
@@ -620,17 +620,17 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
         s.K[r][lane] = r < n ? elu_plus_one(kin[r]) : 0.f;
         s.Q[r][lane] = r < n ? elu_plus_one(qraw[r]) : 0.f;
       }
-      s.z[lane] = z;
+#pragma unroll
+      for (int r = 0; r < CM; ++r) {  // line 24, token by token as Algorithm 1 sums z: rows past the chunk are zero
+        z += s.K[r][lane];
+        s.Zr[r][lane] = z;
+      }
       __syncwarp();
-      if (lane < CM) {  // lane r: row r's key norm and read denominator
+      if (lane < CM) {  // lane r: row r's key norm and read denominator phi(q_r) . z_r (line 26)
         s.inv_k[lane] = inv_norm(dot_row_shared(s.K[lane], s.K[lane]));
-        // phi(q_r) . z_r with z_r = z + sum_{j<=r} phi(k_j) (line 24 before line 26).
-        float qz = dot_row_shared(s.Q[lane], s.z);
-        for (int j = 0; j <= lane; ++j) qz += dot_row_shared(s.Q[lane], s.K[j]);
+        const float qz = dot_row_shared(s.Q[lane], s.Zr[lane]);
         s.den[lane] = qz < pl.eps ? pl.eps : qz;  // max(., eps), keeping a NaN
       }
-#pragma unroll
-      for (int r = 0; r < CM; ++r) z += s.K[r][lane];  // line 24: rows past the chunk are zero
       __syncwarp();
 #pragma unroll
       for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
