@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   ok = check(1, 1, 5, 32, 0, 3) && ok;      // one short chunk
   ok = check(4, 8, 4096, 0, 20, 5) && ok;   // the benchmark's T, fused
   ok = check(4, 8, 4096, 20, 20, 5) && ok;  // and chunked
-  ok = check(1, 2, 16384, 20, 20, 6) && ok; // a long sequence: the penalty chain over 51 groups
+  ok = check(1, 2, 16384, 20, 20, 6) && ok; // a long sequence: the penalty chain over many groups and spans
   if (mode == "check") {
     std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
