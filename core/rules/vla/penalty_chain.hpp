@@ -14,6 +14,10 @@
 // once), and the only sequential part left is, per group,
 //   A_next = (Pi_11 A + Pi_12)(Pi_21 A + Pi_22)^{-1}                                               (P3)
 // one d x d solve, which also renormalises the homogeneous pair (so it never drifts over long sequences).
+// The solve may also wait: a product of Moebius maps is the product of their matrices, so the pair can be
+// carried across `span` groups by products, [X; Z] <- Pi_g [X; Z], and solved back to [A; I] once per span,
+// each group start's A read from its pair by the same solve (what the GPU forward does: span = 128 segments
+// over the group length); within a span that is one longer group's (P3).
 //
 // Exact when Alg. 1's guard never fires: A stays SPD, so delta_t = 1 + u_t^T A_{t-1} u_t >= 1 and the clamp
 // (line 13) or the skip (spec 001) only act for eps > 1 or after a non-finite input. Measured in float against
@@ -35,6 +39,7 @@ struct PenaltyChainShape {
   int T = 0;        // tokens
   int period = 0;   // refresh period (0: no refresh)
   int group = 16;   // segments per group (tokens per group without a refresh)
+  int span = 1;     // groups per renormalisation of the pair [X; Z] (1: a solve after every group, (P3))
 
   int segment_tokens() const { return period > 0 ? period : 1; }
   int group_tokens() const { return group * segment_tokens(); }
@@ -43,6 +48,7 @@ struct PenaltyChainShape {
     if (T < 0) throw std::invalid_argument(fmt::format("T: the token count must be >= 0, got {}", T));
     if (period < 0) throw std::invalid_argument(fmt::format("refresh_period: must be >= 0, got {}", period));
     if (group < 1) throw std::invalid_argument(fmt::format("group: segments per group must be >= 1, got {}", group));
+    if (span < 1) throw std::invalid_argument(fmt::format("span: groups per renormalisation must be >= 1, got {}", span));
   }
 };
 
@@ -66,26 +72,37 @@ template <class T> Mat<T> penalty_group_map(const Mat<T>& U, const PenaltyChainS
   return Pi;
 }
 
-// (P3): A after a group, from A before it and the group's Pi. Z^T A_next = X^T (A_next symmetric), solved by
-// LU with partial pivoting, then symmetrised as the recurrence's updates are.
-template <class T> Mat<T> penalty_chain_step(const Mat<T>& Pi, const Mat<T>& A) {
-  const Eigen::Index d = A.rows();
-  const Mat<T> X = Pi.topLeftCorner(d, d) * A + Pi.topRightCorner(d, d);
-  const Mat<T> Z = Pi.bottomLeftCorner(d, d) * A + Pi.bottomRightCorner(d, d);
-  const Mat<T> next = Mat<T>(Z.transpose()).partialPivLu().solve(Mat<T>(X.transpose()));
-  return (next + next.transpose()) / T(2);
+// A = X Z^{-1} from the homogeneous pair ((P3) with X = Pi_11 A + Pi_12, Z = Pi_21 A + Pi_22): Z^T A = X^T
+// (A symmetric), solved by LU with partial pivoting, then symmetrised as the recurrence's updates are.
+template <class T> Mat<T> penalty_from_pair(const Mat<T>& X, const Mat<T>& Z) {
+  const Mat<T> A = Mat<T>(Z.transpose()).partialPivLu().solve(Mat<T>(X.transpose()));
+  return (A + A.transpose()) / T(2);
 }
 
+
 // A at the start of every group (element g: before token g * shape.group_tokens()), from A_0 = I / lambda0.
+// With shape.span > 1 the pair is solved only at groups 0, span, 2 span, ... and read at the others.
 template <class T>
 std::vector<Mat<T>> penalty_chain(const Mat<T>& U, const PenaltyChainShape& shape, const T& lambda0, const T& eta) {
   shape.validate();
   if (U.rows() != shape.T) throw std::invalid_argument(fmt::format("U: expected T = {} rows, got {}", shape.T, U.rows()));
+  const Eigen::Index d = U.cols();
   std::vector<Mat<T>> starts;
-  Mat<T> A = Mat<T>::Identity(U.cols(), U.cols()) * T(T(1) / lambda0);  // line 4
+  Mat<T> A = Mat<T>::Identity(d, d) * T(T(1) / lambda0);  // line 4; A at the last renormalisation
+  Mat<T> X, Z;                                             // the pair since then, at groups past it
   for (int g = 0; g < shape.groups(); ++g) {
-    starts.push_back(A);
-    A = penalty_chain_step<T>(penalty_group_map<T>(U, shape, g * shape.group_tokens(), eta), A);
+    const bool renormalised = g % shape.span == 0;
+    starts.push_back(renormalised ? A : penalty_from_pair<T>(X, Z));
+    const Mat<T> Pi = penalty_group_map<T>(U, shape, g * shape.group_tokens(), eta);
+    if (renormalised) {  // [X; Z] <- Pi [A; I]
+      X = Pi.topLeftCorner(d, d) * A + Pi.topRightCorner(d, d);
+      Z = Pi.bottomLeftCorner(d, d) * A + Pi.bottomRightCorner(d, d);
+    } else {             // [X; Z] <- Pi [X; Z]
+      const Mat<T> Xn = Pi.topLeftCorner(d, d) * X + Pi.topRightCorner(d, d) * Z;
+      Z = Pi.bottomLeftCorner(d, d) * X + Pi.bottomRightCorner(d, d) * Z;
+      X = Xn;
+    }
+    if ((g + 1) % shape.span == 0) A = penalty_from_pair<T>(X, Z);  // the next group renormalises
   }
   return starts;
 }
