@@ -361,11 +361,10 @@ __global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
         s.xz[r][lane] = sym_entry(s.solve, r, lane);
         s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
       }
-      pl.a0[at] = s.xz[r][lane];
-    } else {  // penalty_expand solves this group's A from its pair
-      pl.a0[at] = s.xz[r][lane];
+    } else {  // penalty_expand solves this group's A from its pair: a0 gets X, zh Z
       pl.zh[at] = s.xz[D + r][lane];
     }
+    pl.a0[at] = s.xz[r][lane];
     if (r == 0) {
       pl.z0[pl.slot(seq, g) * D + lane] = z;
       z += pl.zsum[pl.slot(seq, g) * D + lane];

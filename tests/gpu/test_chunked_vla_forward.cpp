@@ -90,8 +90,8 @@ TEST_CASE("chunked VLA forward: the penalty chain's renormalised groups and the 
     const auto p = params(period);
     for (int group : {1, 16, 40, 64}) {
       const std::vector<float> gpu = run_gpu(in, 16, p, group);
-      const int groups = (s.T + vla::gpu::chunked_vla_group_tokens(16, group, p, s.B * s.H, s.T) - 1) /
-                         vla::gpu::chunked_vla_group_tokens(16, group, p, s.B * s.H, s.T);
+      const int group_tokens = vla::gpu::chunked_vla_group_tokens(16, group, p, s.B * s.H, s.T);
+      const int groups = (s.T + group_tokens - 1) / group_tokens;
       const int span = std::max(1, vla::gpu::kChunkedVlaChainSegments / group);
       INFO("refresh " << period << " group " << group << ": " << groups << " groups, renormalised every " << span);
       REQUIRE(groups > span);  // the shape exercises a renormalisation after the first group
