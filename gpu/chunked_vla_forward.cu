@@ -109,6 +109,92 @@ __device__ __forceinline__ void load_row(float (&x)[D], const float* __restrict_
   }
 }
 
+// Tensor-core products: mma.sync m16n8k8 with TF32 operands and fp32 accumulation. Each operand is split
+// into a head of 11 significant bits (a TF32 number) and the remainder, and a b is taken as
+// a_lo b_hi + a_hi b_lo + a_hi b_hi, the small terms first (3xTF32): a_lo b_lo (below 2^-22 of a b) is
+// dropped, and the tensor core reads the remainder's leading 11 bits (it ignores a TF32 operand's low 13),
+// an error below 2^-21 of the operand, so the products stay near fp32's accuracy where one TF32 pass would
+// round both operands to 11 bits (2^-11).
+// Fragments (PTX ISA, mma.m16n8k8 .tf32), with g = lane / 4 and t = lane % 4: A (16 x 8) a0 (g, t),
+// a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8) b0 (t, g), b1 (t + 4, g); C (16 x 8)
+// c0, c1 (g, 2t + {0, 1}), c2, c3 (g + 8, 2t + {0, 1}).
+struct Tf32 { unsigned hi, lo; };
+// Veltkamp's split with 2^13 + 1: hi = x rounded to nearest at 11 significant bits, lo = x - hi exactly;
+// four flops (cvt.rna.tf32 is an emulated sequence of about as many per rounding on sm_90), NaN stays NaN.
+// The _rn intrinsics keep the compiler from contracting or reassociating the split away.
+__device__ __forceinline__ Tf32 tf32_split(float x) {
+  const float p = __fmul_rn(x, 8193.f);
+  const float hi = __fsub_rn(p, __fsub_rn(p, x));
+  return {__float_as_uint(hi), __float_as_uint(__fsub_rn(x, hi))};
+}
+__device__ __forceinline__ void mma_tf32(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_3xtf32(float (&c)[4], const Tf32 (&a)[4], const Tf32 (&b)[2]) {
+  mma_tf32(c, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+  mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+  mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+}
+
+// The A fragment of rows r0 = 16 mi + g and r0 + 8 of a row-major shared matrix (stride LD) at k block ks, k
+// in the permuted order of the products over coordinates: slot t holds coordinate 2t, slot t + 4 coordinate
+// 2t + 1, so that a row's two are one float2 read. Rows at or past `rows` read as zero.
+__device__ __forceinline__ void rows_fragment(Tf32 (&af)[4], const float* X, int r0, int rows, int ks, int t4) {
+  const float2 z = make_float2(0.f, 0.f);
+  const float2 x0 = r0 < rows ? *reinterpret_cast<const float2*>(X + r0 * LD + 8 * ks + 2 * t4) : z;
+  const float2 x1 = r0 + 8 < rows ? *reinterpret_cast<const float2*>(X + (r0 + 8) * LD + 8 * ks + 2 * t4) : z;
+  af[0] = tf32_split(x0.x);
+  af[1] = tf32_split(x1.x);
+  af[2] = tf32_split(x0.y);
+  af[3] = tf32_split(x1.y);
+}
+
+// P = X Z^T over the 32 coordinates of rows in shared memory (stride LD): X has XR rows, Z has ZR, rows past
+// them read as zero; p[mi][nb] is the accumulator tile of rows 16 mi.., columns 8 nb...
+template <int XR, int ZR, int MT = (XR + 15) / 16, int NT = (ZR + 7) / 8>
+__device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float* X, const float* Z, int g4, int t4) {
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int nb = 0; nb < NT; ++nb)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p[mi][nb][r] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < D / 8; ++ks) {
+    Tf32 b[NT][2];  // B(k, n) = Z(n, k): row 8 nb + g of Z, the same two coordinates as the A fragment
+#pragma unroll
+    for (int nb = 0; nb < NT; ++nb) {
+      const int zr = 8 * nb + g4;
+      const float2 z = zr < ZR ? *reinterpret_cast<const float2*>(Z + zr * LD + 8 * ks + 2 * t4) : make_float2(0.f, 0.f);
+      b[nb][0] = tf32_split(z.x);
+      b[nb][1] = tf32_split(z.y);
+    }
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi) {
+      Tf32 af[4];
+      rows_fragment(af, X, 16 * mi + g4, XR, ks, t4);
+#pragma unroll
+      for (int nb = 0; nb < NT; ++nb) mma_3xtf32(p[mi][nb], af, b[nb]);
+    }
+  }
+}
+
+// Accumulator tiles into a row-major shared matrix (stride ld), the entries inside R x C only.
+template <int R, int C, int MT = (R + 15) / 16, int NT = (C + 7) / 8>
+__device__ __forceinline__ void store_tiles(const float (&p)[MT][NT][4], float* M, int ld, int g4, int t4) {
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int nb = 0; nb < NT; ++nb)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
+        if (i < R && j < C) M[i * ld + j] = p[mi][nb][r];
+      }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Geometry shared by host and device.
 
@@ -406,12 +492,13 @@ __global__ void __launch_bounds__(kExpandThreads) penalty_expand_kernel(Plan pl)
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// 3. alphas: from A_g, the group's chunks in order (V1)-(V4); lane j keeps column j of A in registers.
+// 3. alphas: from A_g, the group's chunks in order (V1)-(V4); A in registers as a tensor-core accumulator.
 
 template <int CM> struct alignas(16) AlphaSmem {
   float U[CM][LD];    // u_t                     (line 10)
   float K[CM][LD];    // k_hat_t                 (line 9)
   float W[CM][LD];    // U A_c, then Y = L^-1 W  (V1, V2)
+  float KA[CM][LD];   // K A_c                   (V3); follows W, as K follows U: one product makes both
   float col[2][32];   // the L D L^T's current column, by pivot parity (lanes past CM write zeros)
   float L[CM][CM + 1];
   float KYD[CM][CM + 1];  // tril(K Y^T) D^-1    (V3)
@@ -423,14 +510,23 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
   extern __shared__ __align__(16) unsigned char smem[];
   int seq, g;
   if (!my_group(pl, seq, g)) return;
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
   AlphaSmem<CM>& s = reinterpret_cast<AlphaSmem<CM>*>(smem)[threadIdx.x >> 5];
   const long long base = static_cast<long long>(seq) * pl.T * D;
   const float u_scale = 1.f / sqrtf(static_cast<float>(D));
-  float a[D];  // column `lane` of A (= row, A symmetric)
+  // A as the accumulator of a 32 x 32 product: a[mi][ni][r] = A(16 mi + g4 + 8 (r / 2), 8 ni + 2 t4 + r % 2).
+  float a[2][4][4];
   const float* a0 = pl.a0 + pl.slot(seq, g) * D * D;
 #pragma unroll
-  for (int i = 0; i < D; ++i) a[i] = a0[i * D + lane];
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 e = *reinterpret_cast<const float2*>(a0 + (16 * mi + g4 + 8 * h) * D + 8 * ni + 2 * t4);
+        a[mi][ni][2 * h] = e.x;
+        a[mi][ni][2 * h + 1] = e.y;
+      }
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
@@ -461,24 +557,58 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
       if (r < n) pl.khat[base + static_cast<long long>(c0 + r) * D + lane] = s.K[r][lane];
     }
     __syncwarp();
-    // (V1, V3): w_t = A_c u_t and (K A_c)_t, lane = coordinate.
-    float w[CM], ka[CM];
+    // (V1, V3): [W; K A_c] = [U; K] A_c, one product on the tensor cores (rows of U, then of K: 2 CM rows in
+    // 16-row tiles). The k index runs through each 8-block in the order 0, 4, 1, 5, ... (slot t holds
+    // coordinate 2t, slot t + 4 coordinate 2t + 1), so that a row's two coordinates are adjacent (one float2
+    // read) and the B fragment, A_c(2t + {0, 1}, 8 nb + g) = A_c(8 nb + g, 2t + {0, 1}) by symmetry, is two
+    // of the lane's own accumulator entries.
+    {
+      constexpr int kTiles = (2 * CM + 15) / 16;
+      Tf32 b[4][4][2];  // [k block][n tile][b0, b1]
 #pragma unroll
-    for (int r = 0; r < CM; ++r) {
-      w[r] = dot_row(a, s.U[r]);
-      ka[r] = dot_row(a, s.K[r]);
-      s.W[r][lane] = w[r];
+      for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) b[ks][nb][j] = tf32_split(a[nb >> 1][ks][2 * (nb & 1) + j]);
+      const float* in = &s.U[0][0];  // 2 CM rows: U, then K
+      float* out = &s.W[0][0];       // 2 CM rows: W, then K A_c
+#pragma unroll
+      for (int mi = 0; mi < kTiles; ++mi) {
+        const int r0 = 16 * mi + g4;
+        const bool has1 = 16 * mi + 8 < 2 * CM;  // 2 CM is a multiple of 8: known per tile
+        float c[4][4] = {};
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          Tf32 af[4];
+          rows_fragment(af, in, r0, 2 * CM, ks, t4);
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) mma_3xtf32(c[nb], af, b[ks][nb]);
+        }
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+          *reinterpret_cast<float2*>(out + r0 * LD + 8 * nb + 2 * t4) = make_float2(c[nb][0], c[nb][1]);
+          if (has1) *reinterpret_cast<float2*>(out + (r0 + 8) * LD + 8 * nb + 2 * t4) = make_float2(c[nb][2], c[nb][3]);
+        }
+      }
     }
     __syncwarp();
-    // (V1): G = I + U W^T, lane i holding row i, then the unpivoted L D L^T (right-looking: after pivot j every
-    // row i > j subtracts L_ij L_kj D_j from its entries k in (j, i]); D_t are Alg. 1's delta_t, clamped as
-    // produced (line 13).
-    {
-      const int row = lane < CM ? lane : 0;
-      float ur[D], gr[CM];
-      load_row(ur, s.U[row]);
+    float w[CM];  // lane = coordinate: column `lane` of W
 #pragma unroll
-      for (int j = 0; j < CM; ++j) gr[j] = lane < CM && j <= lane ? dot_row(ur, s.W[j]) + (j == lane ? 1.f : 0.f) : 0.f;
+    for (int r = 0; r < CM; ++r) w[r] = s.W[r][lane];
+    // (V1): G = I + U W^T (U W^T on the tensor cores, into L's rows), lane i holding row i, then the unpivoted
+    // L D L^T (right-looking: after pivot j every row i > j subtracts L_ij L_kj D_j from its entries k in
+    // (j, i]); D_t are Alg. 1's delta_t, clamped as produced (line 13).
+    {
+      float p[(CM + 15) / 16][(CM + 7) / 8][4];
+      rows_product<CM, CM>(p, &s.U[0][0], &s.W[0][0], g4, t4);
+      store_tiles<CM, CM>(p, &s.L[0][0], CM + 1, g4, t4);
+    }
+    __syncwarp();
+    {
+      float gr[CM];
+#pragma unroll
+      for (int j = 0; j < CM; ++j) gr[j] = lane < CM && j <= lane ? s.L[lane][j] + (j == lane ? 1.f : 0.f) : 0.f;
       // Column j goes through shared memory once per pivot (one store, a few broadcast float4 reads) instead
       // of one shuffle per entry below the pivot.
       float inv_own = 0.f;
@@ -518,43 +648,106 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 #pragma unroll
     for (int r = 0; r < CM; ++r) s.W[r][lane] = w[r];
     __syncwarp();
-    // (V3): KYD = tril(K Y^T) D^-1 (lane j: column j), then alpha_t = (K A_c)_t - sum_{j<=t} KYD_tj y_j.
-    if (lane < CM) {
-      float yr[D];
-      load_row(yr, s.W[lane]);
-      const float dinv = s.Dinv[lane];
+    // (V3): KYD = tril(K Y^T) D^-1 (K Y^T on the tensor cores), then Alpha = K A_c - KYD Y, from the tiles of
+    // K A_c, into U's rows (U is spent).
+    {
+      float p[(CM + 15) / 16][(CM + 7) / 8][4];
+      rows_product<CM, CM>(p, &s.K[0][0], &s.W[0][0], g4, t4);
 #pragma unroll
-      for (int t = 0; t < CM; ++t) s.KYD[t][lane] = lane <= t ? dot_row(yr, s.K[t]) * dinv : 0.f;
+      for (int mi = 0; mi < (CM + 15) / 16; ++mi)
+#pragma unroll
+        for (int nb = 0; nb < (CM + 7) / 8; ++nb)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int t = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
+            if (t < CM && j < CM) s.KYD[t][j] = j <= t ? p[mi][nb][r] * s.Dinv[j] : 0.f;
+          }
     }
     __syncwarp();
+    {
+      // A operand -KYD (row t, k = j), B operand Y (row j), both in their natural order; k padded with zeros.
+      constexpr int MT = (CM + 15) / 16, KS = (CM + 7) / 8;
+      Tf32 yf[KS][4][2];  // the B fragments of Y, every tile's
 #pragma unroll
-    for (int t = 0; t < CM; ++t) {
-      float al = ka[t];
+      for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-      for (int j = 0; j <= t; ++j) al = fmaf(-s.KYD[t][j], w[j], al);
-      if (t == n - 1) al = fmaf(shift, s.K[t][lane], al);  // the chunk's last token reads A after its refresh
-      ka[t] = al;
-      s.U[t][lane] = al;  // U is spent: its rows now hold alpha_t, for their norms
+        for (int nb = 0; nb < 4; ++nb) {
+          const int k0 = 8 * ks + t4, k1 = k0 + 4;
+          yf[ks][nb][0] = tf32_split(k0 < CM ? s.W[k0][8 * nb + g4] : 0.f);
+          yf[ks][nb][1] = tf32_split(k1 < CM ? s.W[k1][8 * nb + g4] : 0.f);
+        }
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        const int r0 = 16 * mi + g4, r1 = r0 + 8;
+        float c[4][4];
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+          const float2 z = make_float2(0.f, 0.f);
+          const float2 e0 = r0 < CM ? *reinterpret_cast<const float2*>(&s.KA[r0][8 * nb + 2 * t4]) : z;
+          const float2 e1 = r1 < CM ? *reinterpret_cast<const float2*>(&s.KA[r1][8 * nb + 2 * t4]) : z;
+          c[nb][0] = e0.x; c[nb][1] = e0.y; c[nb][2] = e1.x; c[nb][3] = e1.y;
+        }
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+          const int k0 = 8 * ks + t4, k1 = k0 + 4;
+          const Tf32 af[4] = {tf32_split(r0 < CM && k0 < CM ? -s.KYD[r0][k0] : 0.f), tf32_split(r1 < CM && k0 < CM ? -s.KYD[r1][k0] : 0.f),
+                              tf32_split(r0 < CM && k1 < CM ? -s.KYD[r0][k1] : 0.f), tf32_split(r1 < CM && k1 < CM ? -s.KYD[r1][k1] : 0.f)};
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) mma_3xtf32(c[nb], af, yf[ks][nb]);
+        }
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+          if (r0 < CM) *reinterpret_cast<float2*>(&s.U[r0][8 * nb + 2 * t4]) = make_float2(c[nb][0], c[nb][1]);
+          if (r1 < CM) *reinterpret_cast<float2*>(&s.U[r1][8 * nb + 2 * t4]) = make_float2(c[nb][2], c[nb][3]);
+        }
+      }
     }
+    __syncwarp();
+    s.U[n - 1][lane] = fmaf(shift, s.K[n - 1][lane], s.U[n - 1][lane]);  // the chunk's last token reads A after its refresh
     __syncwarp();
     if (lane < CM) s.inv_u[lane] = inv_norm(dot_row_shared(s.U[lane], s.U[lane]));
     __syncwarp();
 #pragma unroll
     for (int t = 0; t < CM; ++t)
-      if (t < n) pl.ahat[base + static_cast<long long>(c0 + t) * D + lane] = ka[t] * s.inv_u[t];  // line 20
-    // (V4): A' = A_c - Y^T D^-1 Y (+ eta I): entry (i, j) sums D_r^-1 (y_ri y_rj) in the same order as (j, i),
-    // so A stays symmetric bit for bit, as the recurrence's z z^T / delta.
+      if (t < n) pl.ahat[base + static_cast<long long>(c0 + t) * D + lane] = s.U[t][lane] * s.inv_u[t];  // line 20
+    // (V4): A' = A_c - Y^T D^-1 Y (+ eta I) on the tensor cores, into A's accumulator: the A operand -Y^T
+    // (row i, k = the chunk's row r), the B operand D^-1 Y, k padded to a multiple of 8 with zero rows. The
+    // product is not symmetric bit for bit; the next chunk reads A(i, j) for A(j, i) (above), a difference
+    // of the products' rounding.
+    {
+      constexpr int kSteps = (CM + 7) / 8;
 #pragma unroll
-    for (int r = 0; r < CM; ++r) {
-      float yr[D];
-      load_row(yr, s.W[r]);
-      const float dr = s.Dinv[r];
+      for (int ks = 0; ks < kSteps; ++ks) {
+        const int k0 = 8 * ks + t4, k1 = k0 + 4;
+        const bool in0 = k0 < CM, in1 = k1 < CM;
+        const float* y0 = s.W[in0 ? k0 : 0];
+        const float* y1 = s.W[in1 ? k1 : 0];
+        const float d0 = in0 ? s.Dinv[k0] : 0.f, d1 = in1 ? s.Dinv[k1] : 0.f;
+        Tf32 bf[4][2];
 #pragma unroll
-      for (int i = 0; i < D; ++i) a[i] = fmaf(-dr, yr[i] * w[r], a[i]);
+        for (int ni = 0; ni < 4; ++ni) {
+          bf[ni][0] = tf32_split(d0 * y0[8 * ni + g4]);
+          bf[ni][1] = tf32_split(d1 * y1[8 * ni + g4]);
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+          const float e0 = in0 ? -y0[16 * mi + g4] : 0.f, e1 = in0 ? -y0[16 * mi + g4 + 8] : 0.f;
+          const float e2 = in1 ? -y1[16 * mi + g4] : 0.f, e3 = in1 ? -y1[16 * mi + g4 + 8] : 0.f;
+          const Tf32 af[4] = {tf32_split(e0), tf32_split(e1), tf32_split(e2), tf32_split(e3)};
+#pragma unroll
+          for (int ni = 0; ni < 4; ++ni) mma_3xtf32(a[mi][ni], af, bf[ni]);
+        }
+      }
     }
+    if (shift != 0.f) {
 #pragma unroll
-    for (int i = 0; i < D; ++i)
-      if (i == lane) a[i] += shift;
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            if (16 * mi + g4 + 8 * (r >> 1) == 8 * ni + 2 * t4 + (r & 1)) a[mi][ni][r] += shift;
+    }
     __syncwarp();
     c0 += n;
   }
