@@ -6,7 +6,8 @@
 // Parallel structure. A sequence is cut into groups of `group` refresh segments (without a refresh,
 // `group` chunks); a group into chunks of at most C tokens that end on refresh steps. Only two short
 // chains run in sequence order, one step per group; everything else runs for every group at once, one
-// warp per (sequence, group), lane = coordinate (d = 32):
+// warp per (sequence, group) (d = 32; a chunk's matrix products on the tensor cores, its triangular
+// factorisation and sweeps with lane = coordinate):
 //   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone; the group's key sum
 //   2 penalty_chain   per sequence: the homogeneous pair [X; Z] at every group start by products with Pi_g
 //                     (P2), renormalised to [A; I] by (P3) (a 32 x 32 solve) once per span of groups; and z
@@ -15,7 +16,7 @@
 //                     alpha_hat_t (line 20) and k_hat_t (line 9) for every token
 //   4 memory_maps     the group's memory update as an affine map of the rows of S: S_end = S_g Tr_g + B_g
 //                     (V5 is affine in each row of S: run from 0 with the values it leaves B_g, from the unit
-//                     rows without values Tr_g; a lane carries both of its rows)
+//                     rows without values Tr_g; the two matrices side by side)
 //   5 memory_chain    per sequence: S at every group start, S_{g+1} = S_g Tr_g + B_g
 //   6 outputs         from S_g and z_g, the group's chunks in order: the residual sweep and the read (V5, D3)
 // The sequential depth is T / (group tokens) chain steps instead of T / C chunk steps, and the chunk work
@@ -36,6 +37,8 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int D = 32;               // head width: lane = coordinate
 constexpr int LD = D + 4;           // row stride of the warps' shared matrices: float4 rows, and lane-per-row
                                     // float4 reads (8 lanes x 4 banks) cover the 32 banks
+constexpr int LM = D + 8;           // row stride of matrices read mostly as mma fragments: = 8 mod 32, so that a
+                                    // fragment's (row g, column t) or (row t, column g) reads hit 32 banks
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
 constexpr int kBatch = 16;          // group_maps: tokens whose loads are issued together
 constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
@@ -53,21 +56,8 @@ __device__ __forceinline__ void row_fence() { asm volatile("" ::: "memory"); }
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
-// x . row over the 32 coordinates, `row` a 16-byte aligned shared row (broadcast reads) and x in registers.
-__device__ __forceinline__ float dot_row(const float (&x)[D], const float* __restrict__ row) {
-  float acc = 0.f;
-#pragma unroll
-  for (int k = 0; k < D; k += 4) {
-    const float4 r = ld4(row + k);
-    acc = fmaf(x[k], r.x, acc);
-    acc = fmaf(x[k + 1], r.y, acc);
-    acc = fmaf(x[k + 2], r.z, acc);
-    acc = fmaf(x[k + 3], r.w, acc);
-  }
-  return acc;
-}
-
-// x . row and y . row in one pass over the row (each float4 read serves both), each sum in dot_row's order.
+// x . row and y . row over the 32 coordinates in one pass over `row` (a 16-byte aligned shared row, broadcast
+// reads; each float4 read serves both sums).
 __device__ __forceinline__ void dot_row2(const float (&x)[D], const float (&y)[D], const float* __restrict__ row, float& dx, float& dy) {
   float ax = 0.f, ay = 0.f;
 #pragma unroll
@@ -111,16 +101,20 @@ __device__ __forceinline__ void load_row(float (&x)[D], const float* __restrict_
 
 // Tensor-core products: mma.sync m16n8k8 with TF32 operands and fp32 accumulation. Each operand is split
 // into a head of 11 significant bits (a TF32 number) and the remainder, and a b is taken as
-// a_lo b_hi + a_hi b_lo + a_hi b_hi, the small terms first (3xTF32): a_lo b_lo (below 2^-22 of a b) is
-// dropped, and the tensor core reads the remainder's leading 11 bits (it ignores a TF32 operand's low 13),
-// an error below 2^-21 of the operand, so the products stay near fp32's accuracy where one TF32 pass would
-// round both operands to 11 bits (2^-11).
+// a_lo b_hi + a_hi b_lo + a_hi b_hi, the small terms first (3xTF32): a_lo b_lo (below 2^-22 of a b) is dropped
+// and the tensor core reads the remainder's leading 11 bits (it ignores a TF32 operand's low 13), so each
+// operand is represented to 2^-21 of itself where one TF32 pass would round both to 2^-11.
+// The tensor core's own accumulation truncates instead of rounding to nearest. So that its error does not
+// build up along a sum, each k block of 8 products is summed from zero and added to the running sum by an
+// fp32 add (mma_3xtf32): against Algorithm 1 in double the forward then rounds as the FMA form did or
+// better (driver checks 1.3e-7 .. 2.3e-7 against 1.5e-7 .. 2.8e-7), where chaining the blocks on the
+// tensor core gave 2.3e-7 .. 3.9e-7, and carrying S across chunks there 7e-7 at one token per chunk.
 // Fragments (PTX ISA, mma.m16n8k8 .tf32), with g = lane / 4 and t = lane % 4: A (16 x 8) a0 (g, t),
 // a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8) b0 (t, g), b1 (t + 4, g); C (16 x 8)
 // c0, c1 (g, 2t + {0, 1}), c2, c3 (g + 8, 2t + {0, 1}).
 struct Tf32 { unsigned hi, lo; };
 // Veltkamp's split with 2^13 + 1: hi = x rounded to nearest at 11 significant bits, lo = x - hi exactly;
-// four flops (cvt.rna.tf32 is an emulated sequence of about as many per rounding on sm_90), NaN stays NaN.
+// four flops (cvt.rna.tf32 is an emulated sequence of about five instructions on sm_90), NaN stays NaN.
 // The _rn intrinsics keep the compiler from contracting or reassociating the split away.
 __device__ __forceinline__ Tf32 tf32_split(float x) {
   const float p = __fmul_rn(x, 8193.f);
@@ -132,28 +126,32 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], unsigned a0, unsigned a1
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// c += a b over one k block of 8: the three passes summed from zero on the tensor core, then added to c in fp32.
 __device__ __forceinline__ void mma_3xtf32(float (&c)[4], const Tf32 (&a)[4], const Tf32 (&b)[2]) {
-  mma_tf32(c, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
-  mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
-  mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+  float t[4] = {0.f, 0.f, 0.f, 0.f};
+  mma_tf32(t, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+  mma_tf32(t, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+  mma_tf32(t, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) c[r] += t[r];
 }
 
-// The A fragment of rows r0 = 16 mi + g and r0 + 8 of a row-major shared matrix (stride LD) at k block ks, k
-// in the permuted order of the products over coordinates: slot t holds coordinate 2t, slot t + 4 coordinate
-// 2t + 1, so that a row's two are one float2 read. Rows at or past `rows` read as zero.
-__device__ __forceinline__ void rows_fragment(Tf32 (&af)[4], const float* X, int r0, int rows, int ks, int t4) {
+// The A fragment of rows r0 = 16 mi + g and r0 + 8 of a row-major shared matrix (row stride ld) at k block
+// ks, k in the permuted order of the products over coordinates: slot t holds coordinate 2t, slot t + 4
+// coordinate 2t + 1, so that a row's two are one float2 read. Rows at or past `rows` read as zero.
+template <int ld = LD> __device__ __forceinline__ void rows_fragment(Tf32 (&af)[4], const float* X, int r0, int rows, int ks, int t4) {
   const float2 z = make_float2(0.f, 0.f);
-  const float2 x0 = r0 < rows ? *reinterpret_cast<const float2*>(X + r0 * LD + 8 * ks + 2 * t4) : z;
-  const float2 x1 = r0 + 8 < rows ? *reinterpret_cast<const float2*>(X + (r0 + 8) * LD + 8 * ks + 2 * t4) : z;
+  const float2 x0 = r0 < rows ? *reinterpret_cast<const float2*>(X + r0 * ld + 8 * ks + 2 * t4) : z;
+  const float2 x1 = r0 + 8 < rows ? *reinterpret_cast<const float2*>(X + (r0 + 8) * ld + 8 * ks + 2 * t4) : z;
   af[0] = tf32_split(x0.x);
   af[1] = tf32_split(x1.x);
   af[2] = tf32_split(x0.y);
   af[3] = tf32_split(x1.y);
 }
 
-// P = X Z^T over the 32 coordinates of rows in shared memory (stride LD): X has XR rows, Z has ZR, rows past
-// them read as zero; p[mi][nb] is the accumulator tile of rows 16 mi.., columns 8 nb...
-template <int XR, int ZR, int MT = (XR + 15) / 16, int NT = (ZR + 7) / 8>
+// P = X Z^T over the 32 coordinates of rows in shared memory (row stride ld): X has XR rows, Z has ZR, rows
+// past them read as zero; p[mi][nb] is the accumulator tile of rows 16 mi.., columns 8 nb...
+template <int XR, int ZR, int ld = LD, int MT = (XR + 15) / 16, int NT = (ZR + 7) / 8>
 __device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float* X, const float* Z, int g4, int t4) {
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
@@ -167,14 +165,14 @@ __device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float*
 #pragma unroll
     for (int nb = 0; nb < NT; ++nb) {
       const int zr = 8 * nb + g4;
-      const float2 z = zr < ZR ? *reinterpret_cast<const float2*>(Z + zr * LD + 8 * ks + 2 * t4) : make_float2(0.f, 0.f);
+      const float2 z = zr < ZR ? *reinterpret_cast<const float2*>(Z + zr * ld + 8 * ks + 2 * t4) : make_float2(0.f, 0.f);
       b[nb][0] = tf32_split(z.x);
       b[nb][1] = tf32_split(z.y);
     }
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
       Tf32 af[4];
-      rows_fragment(af, X, 16 * mi + g4, XR, ks, t4);
+      rows_fragment<ld>(af, X, 16 * mi + g4, XR, ks, t4);
 #pragma unroll
       for (int nb = 0; nb < NT; ++nb) mma_3xtf32(p[mi][nb], af, b[nb]);
     }
@@ -192,6 +190,21 @@ __device__ __forceinline__ void store_tiles(const float (&p)[MT][NT][4], float* 
       for (int r = 0; r < 4; ++r) {
         const int i = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
         if (i < R && j < C) M[i * ld + j] = p[mi][nb][r];
+      }
+}
+
+// The lower triangle of a CM x CM product's tiles into a shared matrix of stride CM + 1: entries with
+// j <= i - strict (strict = 1: below the diagonal), zero elsewhere.
+template <int CM, int MT, int NT>
+__device__ __forceinline__ void store_tril(const float (&p)[MT][NT][4], float* M, int strict, int g4, int t4) {
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int nb = 0; nb < NT; ++nb)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
+        if (i < CM && j < CM) M[i * (CM + 1) + j] = j <= i - strict ? p[mi][nb][r] : 0.f;
       }
 }
 
@@ -754,39 +767,55 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// 4 and 6. The memory of (V5): per chunk E = (I + L_S)^-1 (V - K S^T), S' = S + E^T Alpha. Lane i owns row i
-// of S (value coordinate i). kMap: lane i owns two rows, both of the map: row i started at 0 with the values
-// gives the map's constant part B_g, row i started at e_i without values its linear part Tr_g (each row's
-// update is affine in that row alone), and every shared row read serves both; otherwise S starts at S_g and
-// the outputs are read.
+// 4 and 6. The memory of (V5): per chunk E = (I + L_S)^-1 (V - K S^T), S' = S + E^T Alpha, the products on the
+// tensor cores with S held as an accumulator (row i = value coordinate, column j = key coordinate). kMap: two
+// such matrices, the map's constant part B_g (from 0, with the values) and its linear part Tr_g (from I,
+// without values; each row's update is affine in that row alone), side by side in E's columns; otherwise S
+// starts at S_g and the outputs are read.
 
 template <int CM, bool kMap> struct alignas(16) MemorySmem {
-  float K[CM][LD];   // k_hat_t (outputs: phi(k_t) first, for the read's denominators)
-  float Ah[CM][LD];  // alpha_hat_t
-  float Q[kMap ? 1 : CM][LD];  // phi(q_t)
+  static constexpr int kParts = kMap ? 2 : 1;  // the matrices carried: B_g and Tr_g, or S
+  static constexpr int LE = kParts * D + 8;    // E's row stride (= 8 mod 32: fragment reads and stores hit 32 banks)
+  float K[CM][LM];   // k_hat_t (outputs: phi(k_t) first, for the read's denominators)
+  float Ah[CM][LM];  // alpha_hat_t
+  float Q[kMap ? 1 : CM][LM];  // phi(q_t)
+  float E[CM][LE];             // v_t (a linear part's columns 0), then the residuals e_t
   float LS[CM][CM + 1];        // k_hat_t . alpha_hat_j, j < t
   float QA[kMap ? 1 : CM][CM + 1];  // phi(q_t) . alpha_hat_j, j <= t
   float inv_k[kMap ? 1 : CM];       // 1 / ||phi(k_t)||
   float den[CM];                    // the read's denominators
-  alignas(16) float Zr[kMap ? 1 : CM][LD];  // z_t = z + sum_{j<=t} phi(k_j) for each row t (line 24)
+  alignas(16) float Zr[kMap ? 1 : CM][LD];  // z_t = z + sum_{j<=t} phi(k_j) for each row t (line 24), then Q S^T
 };
 
 template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memory_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
   int seq, g;
   if (!my_group(pl, seq, g)) return;
-  const int lane = threadIdx.x & 31;
-  MemorySmem<CM, kMap>& s = reinterpret_cast<MemorySmem<CM, kMap>*>(smem)[threadIdx.x >> 5];
+  const int lane = threadIdx.x & 31, g4 = lane >> 2, t4 = lane & 3;
+  using Smem = MemorySmem<CM, kMap>;
+  Smem& s = reinterpret_cast<Smem*>(smem)[threadIdx.x >> 5];
+  constexpr int P = Smem::kParts, LE = Smem::LE, MT = (CM + 15) / 16, KS = (CM + 7) / 8;
   const long long base = static_cast<long long>(seq) * pl.T * D, slot = pl.slot(seq, g);
-  // The lane's rows: kMap, row 0 the constant part (from 0, with the values) and row 1 the linear part
-  // (from e_lane, no value); otherwise row `lane` of S_g.
-  constexpr int R = kMap ? 2 : 1;
-  float S[R][D];
+  // S[q][mi][ni][r] = S_q(16 mi + g4 + 8 (r / 2), 8 ni + 2 t4 + r % 2).
+  float S[P][2][4][4];
 #pragma unroll
-  for (int j = 0; j < D; ++j) {
-    S[0][j] = kMap ? 0.f : pl.s0[slot * D * D + lane * D + j];
-    if constexpr (kMap) S[R - 1][j] = j == lane ? 1.f : 0.f;
-  }
+  for (int q = 0; q < P; ++q)
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = 16 * mi + g4 + 8 * h, j = 8 * ni + 2 * t4;
+          float2 e = make_float2(0.f, 0.f);
+          if constexpr (kMap) {
+            if (q == 1) e = make_float2(i == j ? 1.f : 0.f, i == j + 1 ? 1.f : 0.f);
+          } else {
+            e = *reinterpret_cast<const float2*>(pl.s0 + slot * D * D + i * D + j);
+          }
+          S[q][mi][ni][2 * h] = e.x;
+          S[q][mi][ni][2 * h + 1] = e.y;
+        }
   float z = kMap ? 0.f : pl.z0[slot * D + lane];  // lane = key coordinate
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
@@ -802,6 +831,11 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       vv[r] = r < n ? x.v[at] : 0.f;
       s.Ah[r][lane] = r < n ? pl.ahat[at] : 0.f;
       if constexpr (!kMap) qraw[r] = x.q[at];
+    }
+#pragma unroll
+    for (int r = 0; r < CM; ++r) {
+      s.E[r][lane] = vv[r];
+      if constexpr (kMap) s.E[r][D + lane] = 0.f;  // the linear part has no values
     }
     if constexpr (kMap) {
 #pragma unroll
@@ -828,76 +862,173 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
       for (int r = 0; r < CM; ++r) s.K[r][lane] = r < n ? s.K[r][lane] * s.inv_k[r] : 0.f;  // line 9
     }
     __syncwarp();
-    // E before the sweep: v_t - S k_hat_t for this lane's rows (the linear part has no values).
-    float e[R][CM], qs[kMap ? 1 : CM];
+    // V - K S_q^T for each part into E's columns, then (outputs) Q S^T for the read into Zr, which is spent.
+    // The B fragment, S^T(k, n) = S(8 nb + g, 2t + {0, 1}) with k in the permuted order (rows_fragment), is two
+    // of the lane's own accumulator entries.
 #pragma unroll
-    for (int t = 0; t < CM; ++t) {
-      row_fence();
-      if constexpr (kMap) {
-        float d0, d1;
-        dot_row2(S[0], S[1], s.K[t], d0, d1);
-        e[0][t] = vv[t] - d0;
-        e[1][t] = 0.f - d1;
-      } else {
-        e[0][t] = vv[t] - dot_row(S[0], s.K[t]);
-        qs[t] = dot_row(S[0], s.Q[t]);
+    for (int pass = 0; pass < P + (kMap ? 0 : 1); ++pass) {
+      const bool read = pass == P;
+      const int q = read ? 0 : pass, ld = read ? LD : LE;
+      float* dst = read ? &s.Zr[0][0] : &s.E[0][q * D];
+      float e[MT][4][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int t = 16 * mi + g4 + 8 * h;
+            const float2 v = !read && t < CM ? *reinterpret_cast<const float2*>(dst + t * ld + 8 * nb + 2 * t4) : make_float2(0.f, 0.f);
+            e[mi][nb][2 * h] = v.x;
+            e[mi][nb][2 * h + 1] = v.y;
+          }
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        Tf32 b[4][2];
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) b[nb][j] = tf32_split(S[q][nb >> 1][ks][2 * (nb & 1) + j]);
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          Tf32 af[4];
+          rows_fragment<LM>(af, read ? &s.Q[0][0] : &s.K[0][0], 16 * mi + g4, CM, ks, t4);
+          if (!read) {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) af[r] = {af[r].hi ^ 0x80000000u, af[r].lo ^ 0x80000000u};  // -K: exact
+          }
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) mma_3xtf32(e[mi][nb], af, b[nb]);
+        }
       }
-    }
-    // L_S and QA, lane j: column j.
-    if (lane < CM) {
-      float ar[D];
-      load_row(ar, s.Ah[lane]);
 #pragma unroll
-      for (int t = 0; t < CM; ++t) {
-        row_fence();
-        s.LS[t][lane] = lane < t ? dot_row(ar, s.K[t]) : 0.f;
-        if constexpr (!kMap) s.QA[t][lane] = lane <= t ? dot_row(ar, s.Q[t]) : 0.f;
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int t = 16 * mi + g4 + 8 * h;
+            if (t < CM) *reinterpret_cast<float2*>(dst + t * ld + 8 * nb + 2 * t4) = make_float2(e[mi][nb][2 * h], e[mi][nb][2 * h + 1]);
+          }
+    }
+    // L_S = strict tril(K Alpha^T) and QA = tril(Q Alpha^T).
+    {
+      float p[MT][(CM + 7) / 8][4];
+      rows_product<CM, CM, LM>(p, &s.K[0][0], &s.Ah[0][0], g4, t4);
+      store_tril<CM>(p, &s.LS[0][0], 1, g4, t4);
+      if constexpr (!kMap) {
+        rows_product<CM, CM, LM>(p, &s.Q[0][0], &s.Ah[0][0], g4, t4);
+        store_tril<CM>(p, &s.QA[0][0], 0, g4, t4);
       }
     }
     __syncwarp();
-    // The residual sweep (I + L_S) E = V - K S^T.
+    // The residual sweep (I + L_S) E = V - K S^T, lane = a value coordinate of each part.
+    {
+      float ev[P][CM];
 #pragma unroll
-    for (int j = 0; j < CM; ++j) {
-      row_fence();
+      for (int q = 0; q < P; ++q)
 #pragma unroll
-      for (int t = j + 1; t < CM; ++t) {
-        const float l = s.LS[t][j];
+        for (int t = 0; t < CM; ++t) ev[q][t] = s.E[t][q * D + lane];
 #pragma unroll
-        for (int q = 0; q < R; ++q) e[q][t] = fmaf(-l, e[q][j], e[q][t]);
-      }
-    }
-    if constexpr (!kMap) {
-      // O = (Q S_c^T + tril(Q Alpha^T) E) / den (lines 25-26 for the chunk's tokens).
-#pragma unroll
-      for (int t = 0; t < CM; ++t) {
+      for (int j = 0; j < CM; ++j) {
         row_fence();
-        float o = qs[t];
 #pragma unroll
-        for (int j = 0; j <= t; ++j) o = fmaf(s.QA[t][j], e[0][j], o);
-        const float den = s.den[t];
-        if (t < n) x.o[base + static_cast<long long>(c0 + t) * D + lane] = isfinite(den) ? o / den : __int_as_float(0x7fc00000);
+        for (int t = j + 1; t < CM; ++t) {
+          const float l = s.LS[t][j];
+#pragma unroll
+          for (int q = 0; q < P; ++q) ev[q][t] = fmaf(-l, ev[q][j], ev[q][t]);
+        }
       }
+#pragma unroll
+      for (int q = 0; q < P; ++q)
+#pragma unroll
+        for (int t = 0; t < CM; ++t) s.E[t][q * D + lane] = ev[q][t];
     }
-    // S' = S + E^T Alpha.
+    __syncwarp();
+    if constexpr (!kMap) {
+      // O = (Q S_c^T + tril(Q Alpha^T) E) / den (lines 25-26 for the chunk's tokens): A operand QA (row t,
+      // k = j), B operand E (row j), both in their natural order, k padded with zeros.
+      float qs[MT][4][4];
 #pragma unroll
-    for (int t = 0; t < CM; ++t) {
-      row_fence();
-      float ar[D];
-      load_row(ar, s.Ah[t]);
+      for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-      for (int q = 0; q < R; ++q)
+        for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
-        for (int j = 0; j < D; ++j) S[q][j] = fmaf(e[q][t], ar[j], S[q][j]);
+          for (int h = 0; h < 2; ++h) {
+            const int t = 16 * mi + g4 + 8 * h;
+            const float2 v = t < CM ? *reinterpret_cast<const float2*>(&s.Zr[t][8 * nb + 2 * t4]) : make_float2(0.f, 0.f);
+            qs[mi][nb][2 * h] = v.x;
+            qs[mi][nb][2 * h + 1] = v.y;
+          }
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        const int k0 = 8 * ks + t4, k1 = k0 + 4;
+        Tf32 b[4][2];
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+          b[nb][0] = tf32_split(k0 < CM ? s.E[k0][8 * nb + g4] : 0.f);
+          b[nb][1] = tf32_split(k1 < CM ? s.E[k1][8 * nb + g4] : 0.f);
+        }
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          const int r0 = 16 * mi + g4, r1 = r0 + 8;
+          const Tf32 af[4] = {tf32_split(r0 < CM && k0 < CM ? s.QA[r0][k0] : 0.f), tf32_split(r1 < CM && k0 < CM ? s.QA[r1][k0] : 0.f),
+                              tf32_split(r0 < CM && k1 < CM ? s.QA[r0][k1] : 0.f), tf32_split(r1 < CM && k1 < CM ? s.QA[r1][k1] : 0.f)};
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) mma_3xtf32(qs[mi][nb], af, b[nb]);
+        }
+      }
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int t = 16 * mi + g4 + 8 * h;
+          if (t < n) {
+            const float den = s.den[t];
+            float* o = x.o + base + static_cast<long long>(c0 + t) * D + 2 * t4;
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb)
+              *reinterpret_cast<float2*>(o + 8 * nb) = isfinite(den) ? make_float2(qs[mi][nb][2 * h] / den, qs[mi][nb][2 * h + 1] / den)
+                                                                     : make_float2(__int_as_float(0x7fc00000), __int_as_float(0x7fc00000));
+          }
+        }
+    }
+    // S_q' = S_q + E_q^T Alpha on the tensor cores: A operand E_q^T (row i, k = t), B operand Alpha (row t), k
+    // padded with zeros.
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int k0 = 8 * ks + t4, k1 = k0 + 4;
+      Tf32 b[4][2];
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        b[ni][0] = tf32_split(k0 < CM ? s.Ah[k0][8 * ni + g4] : 0.f);
+        b[ni][1] = tf32_split(k1 < CM ? s.Ah[k1][8 * ni + g4] : 0.f);
+      }
+#pragma unroll
+      for (int q = 0; q < P; ++q)
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+          const int i0 = q * D + 16 * mi + g4, i1 = i0 + 8;
+          const Tf32 af[4] = {tf32_split(k0 < CM ? s.E[k0][i0] : 0.f), tf32_split(k0 < CM ? s.E[k0][i1] : 0.f),
+                              tf32_split(k1 < CM ? s.E[k1][i0] : 0.f), tf32_split(k1 < CM ? s.E[k1][i1] : 0.f)};
+#pragma unroll
+          for (int ni = 0; ni < 4; ++ni) mma_3xtf32(S[q][mi][ni], af, b[ni]);
+        }
     }
     __syncwarp();
     c0 += n;
   }
   if constexpr (kMap) {
-    float *bm = pl.bm + slot * D * D + lane * D, *tr = pl.tr + slot * D * D + lane * D;
 #pragma unroll
-    for (int j = 0; j < D; ++j) {
-      bm[j] = S[0][j];
-      tr[j] = S[R - 1][j];
+    for (int q = 0; q < P; ++q) {
+      float* out = (q == 0 ? pl.bm : pl.tr) + slot * D * D;
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            *reinterpret_cast<float2*>(out + (16 * mi + g4 + 8 * h) * D + 8 * ni + 2 * t4) = make_float2(S[q][mi][ni][2 * h], S[q][mi][ni][2 * h + 1]);
     }
   }
 }
