@@ -106,9 +106,9 @@ __device__ __forceinline__ void load_row(float (&x)[D], const float* __restrict_
 // operand is represented to 2^-21 of itself where one TF32 pass would round both to 2^-11.
 // The tensor core's own accumulation truncates instead of rounding to nearest. So that its error does not
 // build up along a sum, each k block of 8 products is summed from zero and added to the running sum by an
-// fp32 add (mma_3xtf32): against Algorithm 1 in double the forward then rounds as the FMA form did or
-// better (driver checks 1.3e-7 .. 2.3e-7 against 1.5e-7 .. 2.8e-7), where chaining the blocks on the
-// tensor core gave 2.3e-7 .. 3.9e-7, and carrying S across chunks there 7e-7 at one token per chunk.
+// fp32 add (mma_3xtf32): against Algorithm 1 in double the forward then rounds as its FMA form did (driver
+// checks 1.3e-7 .. 2.3e-7 against 1.1e-7 .. 2.8e-7), where chaining the blocks on the tensor core gave
+// 2.3e-7 .. 3.9e-7, and carrying S across chunks there up to 7.3e-7 at one token per chunk.
 // Fragments (PTX ISA, mma.m16n8k8 .tf32), with g = lane / 4 and t = lane % 4: A (16 x 8) a0 (g, t),
 // a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8) b0 (t, g), b1 (t + 4, g); C (16 x 8)
 // c0, c1 (g, 2t + {0, 1}), c2, c3 (g + 8, 2t + {0, 1}).
