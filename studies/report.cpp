@@ -156,23 +156,27 @@ constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, 
 // The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
 // is there (`vla bench attention` with gpu/bench_torch.py beside it in one call): fused and chunked from
 // the CSV's benchmark columns, SDPA bf16 from the columns bench_torch.py adds to it (empty cells where the
-// CSV has none), the device from the log's first "device 0: " line, the revision from a "snapshot: " line
-// put there when the log is committed.
+// CSV has none), the device from the log's first "device 0: " line, the repetitions from its first "median of
+// N" and the revision from a "snapshot: " line put there when the log is committed.
 std::string chunked_vla_section(const fs::path& out_dir) {
   const fs::path csv = out_dir / "gpu-bench" / "chunked-vla-8-4-32.csv", log = out_dir / "gpu-bench" / "chunked-vla-8-4-32.log";
   if (!fs::exists(csv)) return {};
-  std::string device, snapshot;
+  std::string device, snapshot, reps;
   std::istringstream lg(fs::exists(log) ? slurp(log) : "");
   for (std::string l; std::getline(lg, l);) {
     if (l.rfind("device 0: ", 0) == 0 && device.empty()) device = l.substr(10);
     if (l.rfind("snapshot: ", 0) == 0) snapshot = l.substr(10);  // the git revision built on the device
+    if (const auto at = l.find("median of "); at != std::string::npos && reps.empty()) {
+      const auto digits = l.substr(at + 10, l.find_first_not_of("0123456789", at + 10) - (at + 10));
+      if (!digits.empty()) reps = digits;
+    }
   }
   std::string m = "## Chunked VLA forward (docs/chunkwise-vla.md)\n\n";
-  m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps 5` and `gpu/bench_torch.py` in one "
+  m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps {}` and `gpu/bench_torch.py` in one "
                    "call (gpu/device-env.sh bench_attention) on {}, git {}: B = 8, H = 4, d_h = 32, fp32 VLA, forward, ms (median). The "
                    "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
                    "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md).\n\n",
-                   device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
+                   reps.empty() ? "R" : reps, device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
   m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (anchor) | "
        "chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const CsvData t = read_csv(csv);

@@ -121,14 +121,15 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
     std::ofstream(s.path / "logs" / "recipe-order" / "verdict.json") << v.dump();
   }
   // A chunked-forward benchmark (`vla bench attention` CSV with the columns gpu/bench_torch.py adds, its
-  // log with the device and the snapshot): the report shows fused, chunked, SDPA bf16 and fla's anchor per
+  // log with the device, the repetitions and the snapshot): the report shows fused, chunked, SDPA bf16 and fla's anchor per
   // T with their ratios, forward and forward + backward; a cell not run (nan) stays empty. Missing, the
   // report would not carry the chunked form's benchmark.
   fs::create_directories(s.path / "gpu-bench");
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv")
       << "B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms,sdpa_bf16_ms,sdpa_fp32_ms,py_loop_ms,sdpa_bf16_fwdbwd_ms\n"
          "8,4,32,4096,4.0,2.0,40.0,8.0,0.5,2.0,100.0,4.0\n8,4,32,8192,8.0,4.0,80.0,16.0,nan,4.0,nan,nan\n";
-  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log") << "snapshot: abc1234\ndevice 0: Test GPU\n| T | vla ms |\n| 4096 | 9 |\n";
+  std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
+      << "snapshot: abc1234\ndevice 0: Test GPU\nfused forward, median of 7 CUDA-event timed runs\n| T | vla ms |\n| 4096 | 9 |\n";
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
   // every study's section, links pointing into the study folders.
   const auto [rc3, out3] = run(vla + " report --out " + s.path.string(), s.path.string() + ".log");
@@ -142,7 +143,8 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   CHECK(report.find("kept as a run record ([logs/recipe-full/section.md](logs/recipe-full/section.md)), n in [99]") != std::string::npos);
   CHECK(report.find("logs/recipe-quick") == std::string::npos);
   CHECK(report.find("n = 8: 0% of seeds; n = 16: 20% of seeds;") != std::string::npos);
-  CHECK(report.find("on Test GPU, git abc1234") != std::string::npos);
+  CHECK(report.find("--reps 7` and `gpu/bench_torch.py` in one call (gpu/device-env.sh bench_attention) on Test GPU, git abc1234") !=
+        std::string::npos);
   // Forward, then forward + backward; fla's anchor (and the ratio to it) only at the T it was measured at.
   CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 | 0.865 | 2.31 |") != std::string::npos);
   CHECK(report.find("| 8192 | 8.00 | 4.000 | 2.00 |  |  |  |  |") != std::string::npos);
