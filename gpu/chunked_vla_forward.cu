@@ -179,9 +179,11 @@ __device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float*
   }
 }
 
-// Accumulator tiles into a row-major shared matrix (stride ld), the entries inside R x C only.
-template <int R, int C, int MT = (R + 15) / 16, int NT = (C + 7) / 8>
-__device__ __forceinline__ void store_tiles(const float (&p)[MT][NT][4], float* M, int ld, int g4, int t4) {
+// A CM x CM product's tiles into a shared matrix of row stride CM + 1: entry (i, j) where j <= i - strict
+// (strict = 1: below the diagonal, 0: with it, -CM: every entry), times scale[j] where a scale is given;
+// zero elsewhere.
+template <int CM, int MT, int NT>
+__device__ __forceinline__ void store_square(const float (&p)[MT][NT][4], float* M, int strict, int g4, int t4, const float* scale = nullptr) {
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -189,23 +191,53 @@ __device__ __forceinline__ void store_tiles(const float (&p)[MT][NT][4], float* 
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int i = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
-        if (i < R && j < C) M[i * ld + j] = p[mi][nb][r];
+        if (i < CM && j < CM) M[i * (CM + 1) + j] = j <= i - strict ? (scale ? p[mi][nb][r] * scale[j] : p[mi][nb][r]) : 0.f;
       }
 }
 
-// The lower triangle of a CM x CM product's tiles into a shared matrix of stride CM + 1: entries with
-// j <= i - strict (strict = 1: below the diagonal), zero elsewhere.
-template <int CM, int MT, int NT>
-__device__ __forceinline__ void store_tril(const float (&p)[MT][NT][4], float* M, int strict, int g4, int t4) {
+// -a for an operand split: both parts' signs flipped (exact).
+__device__ __forceinline__ void negate(Tf32 (&af)[4]) {
 #pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-    for (int nb = 0; nb < NT; ++nb)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int i = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
-        if (i < CM && j < CM) M[i * (CM + 1) + j] = j <= i - strict ? p[mi][nb][r] : 0.f;
-      }
+  for (int r = 0; r < 4; ++r) af[r] = {af[r].hi ^ 0x80000000u, af[r].lo ^ 0x80000000u};
+}
+
+// The fragments of the products summed over a chunk's rows (k = the row t, in its natural order; k padded
+// to a multiple of 8 with zero rows: rows at or past `rows` read as zero). B: rows 8 ks + t and + 4 of a
+// row-major shared matrix M (row stride ld) at column n, each times scale[row] where a scale is given.
+template <int ld>
+__device__ __forceinline__ void chunk_b_fragment(Tf32 (&b)[2], const float* M, int rows, int ks, int n, int t4, const float* scale = nullptr) {
+  const int k0 = 8 * ks + t4, k1 = k0 + 4;
+  b[0] = tf32_split(k0 < rows ? (scale ? scale[k0] : 1.f) * M[k0 * ld + n] : 0.f);
+  b[1] = tf32_split(k1 < rows ? (scale ? scale[k1] : 1.f) * M[k1 * ld + n] : 0.f);
+}
+// A from M^T: rows m0 = 16 mi + g and m0 + 8 of M^T are columns of M.
+template <int ld> __device__ __forceinline__ void chunk_at_fragment(Tf32 (&af)[4], const float* M, int rows, int ks, int m0, int t4) {
+  const int k0 = 8 * ks + t4, k1 = k0 + 4;
+  af[0] = tf32_split(k0 < rows ? M[k0 * ld + m0] : 0.f);
+  af[1] = tf32_split(k0 < rows ? M[k0 * ld + m0 + 8] : 0.f);
+  af[2] = tf32_split(k1 < rows ? M[k1 * ld + m0] : 0.f);
+  af[3] = tf32_split(k1 < rows ? M[k1 * ld + m0 + 8] : 0.f);
+}
+// A from a CM x CM matrix (stride CM + 1): rows m0 and m0 + 8, entries past CM zero.
+template <int CM> __device__ __forceinline__ void chunk_square_fragment(Tf32 (&af)[4], const float* M, int ks, int m0, int t4) {
+  const int k0 = 8 * ks + t4, k1 = k0 + 4, m1 = m0 + 8;
+  af[0] = tf32_split(m0 < CM && k0 < CM ? M[m0 * (CM + 1) + k0] : 0.f);
+  af[1] = tf32_split(m1 < CM && k0 < CM ? M[m1 * (CM + 1) + k0] : 0.f);
+  af[2] = tf32_split(m0 < CM && k1 < CM ? M[m0 * (CM + 1) + k1] : 0.f);
+  af[3] = tf32_split(m1 < CM && k1 < CM ? M[m1 * (CM + 1) + k1] : 0.f);
+}
+
+// One accumulator tile's rows m0 = 16 mi + g and m0 + 8, columns n0 = 8 nb + 2t and n0 + 1, from or into a
+// row-major matrix (shared or global, row stride ld); rows at or past `rows` read as zero and are not written.
+__device__ __forceinline__ void load_tile(float (&c)[4], const float* M, int ld, int rows, int m0, int n0) {
+  const float2 z = make_float2(0.f, 0.f);
+  const float2 e0 = m0 < rows ? *reinterpret_cast<const float2*>(M + m0 * ld + n0) : z;
+  const float2 e1 = m0 + 8 < rows ? *reinterpret_cast<const float2*>(M + (m0 + 8) * ld + n0) : z;
+  c[0] = e0.x; c[1] = e0.y; c[2] = e1.x; c[3] = e1.y;
+}
+__device__ __forceinline__ void store_tile(const float (&c)[4], float* M, int ld, int rows, int m0, int n0) {
+  if (m0 < rows) *reinterpret_cast<float2*>(M + m0 * ld + n0) = make_float2(c[0], c[1]);
+  if (m0 + 8 < rows) *reinterpret_cast<float2*>(M + (m0 + 8) * ld + n0) = make_float2(c[2], c[3]);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -533,13 +565,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float2 e = *reinterpret_cast<const float2*>(a0 + (16 * mi + g4 + 8 * h) * D + 8 * ni + 2 * t4);
-        a[mi][ni][2 * h] = e.x;
-        a[mi][ni][2 * h + 1] = e.y;
-      }
+    for (int ni = 0; ni < 4; ++ni) load_tile(a[mi][ni], a0, D, D, 16 * mi + g4, 8 * ni + 2 * t4);
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
@@ -589,7 +615,6 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 #pragma unroll
       for (int mi = 0; mi < kTiles; ++mi) {
         const int r0 = 16 * mi + g4;
-        const bool has1 = 16 * mi + 8 < 2 * CM;  // 2 CM is a multiple of 8: known per tile
         float c[4][4] = {};
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
@@ -599,10 +624,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
           for (int nb = 0; nb < 4; ++nb) mma_3xtf32(c[nb], af, b[ks][nb]);
         }
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-          *reinterpret_cast<float2*>(out + r0 * LD + 8 * nb + 2 * t4) = make_float2(c[nb][0], c[nb][1]);
-          if (has1) *reinterpret_cast<float2*>(out + (r0 + 8) * LD + 8 * nb + 2 * t4) = make_float2(c[nb][2], c[nb][3]);
-        }
+        for (int nb = 0; nb < 4; ++nb) store_tile(c[nb], out, LD, 2 * CM, r0, 8 * nb + 2 * t4);
       }
     }
     __syncwarp();
@@ -615,7 +637,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     {
       float p[(CM + 15) / 16][(CM + 7) / 8][4];
       rows_product<CM, CM>(p, &s.U[0][0], &s.W[0][0], g4, t4);
-      store_tiles<CM, CM>(p, &s.L[0][0], CM + 1, g4, t4);
+      store_square<CM>(p, &s.L[0][0], -CM, g4, t4);
     }
     __syncwarp();
     {
@@ -666,15 +688,7 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     {
       float p[(CM + 15) / 16][(CM + 7) / 8][4];
       rows_product<CM, CM>(p, &s.K[0][0], &s.W[0][0], g4, t4);
-#pragma unroll
-      for (int mi = 0; mi < (CM + 15) / 16; ++mi)
-#pragma unroll
-        for (int nb = 0; nb < (CM + 7) / 8; ++nb)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int t = 16 * mi + g4 + 8 * (r >> 1), j = 8 * nb + 2 * t4 + (r & 1);
-            if (t < CM && j < CM) s.KYD[t][j] = j <= t ? p[mi][nb][r] * s.Dinv[j] : 0.f;
-          }
+      store_square<CM>(p, &s.KYD[0][0], 0, g4, t4, s.Dinv);
     }
     __syncwarp();
     {
@@ -684,35 +698,22 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-          const int k0 = 8 * ks + t4, k1 = k0 + 4;
-          yf[ks][nb][0] = tf32_split(k0 < CM ? s.W[k0][8 * nb + g4] : 0.f);
-          yf[ks][nb][1] = tf32_split(k1 < CM ? s.W[k1][8 * nb + g4] : 0.f);
-        }
+        for (int nb = 0; nb < 4; ++nb) chunk_b_fragment<LD>(yf[ks][nb], &s.W[0][0], CM, ks, 8 * nb + g4, t4);
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi) {
-        const int r0 = 16 * mi + g4, r1 = r0 + 8;
         float c[4][4];
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-          const float2 z = make_float2(0.f, 0.f);
-          const float2 e0 = r0 < CM ? *reinterpret_cast<const float2*>(&s.KA[r0][8 * nb + 2 * t4]) : z;
-          const float2 e1 = r1 < CM ? *reinterpret_cast<const float2*>(&s.KA[r1][8 * nb + 2 * t4]) : z;
-          c[nb][0] = e0.x; c[nb][1] = e0.y; c[nb][2] = e1.x; c[nb][3] = e1.y;
-        }
+        for (int nb = 0; nb < 4; ++nb) load_tile(c[nb], &s.KA[0][0], LD, CM, 16 * mi + g4, 8 * nb + 2 * t4);
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
-          const int k0 = 8 * ks + t4, k1 = k0 + 4;
-          const Tf32 af[4] = {tf32_split(r0 < CM && k0 < CM ? -s.KYD[r0][k0] : 0.f), tf32_split(r1 < CM && k0 < CM ? -s.KYD[r1][k0] : 0.f),
-                              tf32_split(r0 < CM && k1 < CM ? -s.KYD[r0][k1] : 0.f), tf32_split(r1 < CM && k1 < CM ? -s.KYD[r1][k1] : 0.f)};
+          Tf32 af[4];
+          chunk_square_fragment<CM>(af, &s.KYD[0][0], ks, 16 * mi + g4, t4);
+          negate(af);
 #pragma unroll
           for (int nb = 0; nb < 4; ++nb) mma_3xtf32(c[nb], af, yf[ks][nb]);
         }
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-          if (r0 < CM) *reinterpret_cast<float2*>(&s.U[r0][8 * nb + 2 * t4]) = make_float2(c[nb][0], c[nb][1]);
-          if (r1 < CM) *reinterpret_cast<float2*>(&s.U[r1][8 * nb + 2 * t4]) = make_float2(c[nb][2], c[nb][3]);
-        }
+        for (int nb = 0; nb < 4; ++nb) store_tile(c[nb], &s.U[0][0], LD, CM, 16 * mi + g4, 8 * nb + 2 * t4);
       }
     }
     __syncwarp();
@@ -727,29 +728,18 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
     // (row i, k = the chunk's row r), the B operand D^-1 Y, k padded to a multiple of 8 with zero rows. The
     // product is not symmetric bit for bit; the next chunk reads A(i, j) for A(j, i) (above), a difference
     // of the products' rounding.
-    {
-      constexpr int kSteps = (CM + 7) / 8;
 #pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks) {
-        const int k0 = 8 * ks + t4, k1 = k0 + 4;
-        const bool in0 = k0 < CM, in1 = k1 < CM;
-        const float* y0 = s.W[in0 ? k0 : 0];
-        const float* y1 = s.W[in1 ? k1 : 0];
-        const float d0 = in0 ? s.Dinv[k0] : 0.f, d1 = in1 ? s.Dinv[k1] : 0.f;
-        Tf32 bf[4][2];
+    for (int ks = 0; ks < (CM + 7) / 8; ++ks) {
+      Tf32 bf[4][2];
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) {
-          bf[ni][0] = tf32_split(d0 * y0[8 * ni + g4]);
-          bf[ni][1] = tf32_split(d1 * y1[8 * ni + g4]);
-        }
+      for (int ni = 0; ni < 4; ++ni) chunk_b_fragment<LD>(bf[ni], &s.W[0][0], CM, ks, 8 * ni + g4, t4, s.Dinv);
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) {
-          const float e0 = in0 ? -y0[16 * mi + g4] : 0.f, e1 = in0 ? -y0[16 * mi + g4 + 8] : 0.f;
-          const float e2 = in1 ? -y1[16 * mi + g4] : 0.f, e3 = in1 ? -y1[16 * mi + g4 + 8] : 0.f;
-          const Tf32 af[4] = {tf32_split(e0), tf32_split(e1), tf32_split(e2), tf32_split(e3)};
+      for (int mi = 0; mi < 2; ++mi) {
+        Tf32 af[4];
+        chunk_at_fragment<LD>(af, &s.W[0][0], CM, ks, 16 * mi + g4, t4);
+        negate(af);
 #pragma unroll
-          for (int ni = 0; ni < 4; ++ni) mma_3xtf32(a[mi][ni], af, bf[ni]);
-        }
+        for (int ni = 0; ni < 4; ++ni) mma_3xtf32(a[mi][ni], af, bf[ni]);
       }
     }
     if (shift != 0.f) {
@@ -803,19 +793,14 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni)
+      for (int ni = 0; ni < 4; ++ni) {
+        // kMap: B_g from 0, Tr_g from I (load_tile from no rows: zeros); otherwise S_g.
+        load_tile(S[q][mi][ni], pl.s0 + slot * D * D, D, kMap ? 0 : D, 16 * mi + g4, 8 * ni + 2 * t4);
+        if (kMap && q == 1) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int i = 16 * mi + g4 + 8 * h, j = 8 * ni + 2 * t4;
-          float2 e = make_float2(0.f, 0.f);
-          if constexpr (kMap) {
-            if (q == 1) e = make_float2(i == j ? 1.f : 0.f, i == j + 1 ? 1.f : 0.f);
-          } else {
-            e = *reinterpret_cast<const float2*>(pl.s0 + slot * D * D + i * D + j);
-          }
-          S[q][mi][ni][2 * h] = e.x;
-          S[q][mi][ni][2 * h + 1] = e.y;
+          for (int r = 0; r < 4; ++r) S[q][mi][ni][r] = 16 * mi + g4 + 8 * (r >> 1) == 8 * ni + 2 * t4 + (r & 1) ? 1.f : 0.f;
         }
+      }
   float z = kMap ? 0.f : pl.z0[slot * D + lane];  // lane = key coordinate
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
@@ -874,14 +859,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int t = 16 * mi + g4 + 8 * h;
-            const float2 v = !read && t < CM ? *reinterpret_cast<const float2*>(dst + t * ld + 8 * nb + 2 * t4) : make_float2(0.f, 0.f);
-            e[mi][nb][2 * h] = v.x;
-            e[mi][nb][2 * h + 1] = v.y;
-          }
+        for (int nb = 0; nb < 4; ++nb) load_tile(e[mi][nb], dst, ld, read ? 0 : CM, 16 * mi + g4, 8 * nb + 2 * t4);
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         Tf32 b[4][2];
@@ -893,10 +871,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
         for (int mi = 0; mi < MT; ++mi) {
           Tf32 af[4];
           rows_fragment<LM>(af, read ? &s.Q[0][0] : &s.K[0][0], 16 * mi + g4, CM, ks, t4);
-          if (!read) {
-#pragma unroll
-            for (int r = 0; r < 4; ++r) af[r] = {af[r].hi ^ 0x80000000u, af[r].lo ^ 0x80000000u};  // -K: exact
-          }
+          if (!read) negate(af);  // -K
 #pragma unroll
           for (int nb = 0; nb < 4; ++nb) mma_3xtf32(e[mi][nb], af, b[nb]);
         }
@@ -904,21 +879,16 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int t = 16 * mi + g4 + 8 * h;
-            if (t < CM) *reinterpret_cast<float2*>(dst + t * ld + 8 * nb + 2 * t4) = make_float2(e[mi][nb][2 * h], e[mi][nb][2 * h + 1]);
-          }
+        for (int nb = 0; nb < 4; ++nb) store_tile(e[mi][nb], dst, ld, CM, 16 * mi + g4, 8 * nb + 2 * t4);
     }
     // L_S = strict tril(K Alpha^T) and QA = tril(Q Alpha^T).
     {
       float p[MT][(CM + 7) / 8][4];
       rows_product<CM, CM, LM>(p, &s.K[0][0], &s.Ah[0][0], g4, t4);
-      store_tril<CM>(p, &s.LS[0][0], 1, g4, t4);
+      store_square<CM>(p, &s.LS[0][0], 1, g4, t4);
       if constexpr (!kMap) {
         rows_product<CM, CM, LM>(p, &s.Q[0][0], &s.Ah[0][0], g4, t4);
-        store_tril<CM>(p, &s.QA[0][0], 0, g4, t4);
+        store_square<CM>(p, &s.QA[0][0], 0, g4, t4);
       }
     }
     __syncwarp();
@@ -952,28 +922,16 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int t = 16 * mi + g4 + 8 * h;
-            const float2 v = t < CM ? *reinterpret_cast<const float2*>(&s.Zr[t][8 * nb + 2 * t4]) : make_float2(0.f, 0.f);
-            qs[mi][nb][2 * h] = v.x;
-            qs[mi][nb][2 * h + 1] = v.y;
-          }
+        for (int nb = 0; nb < 4; ++nb) load_tile(qs[mi][nb], &s.Zr[0][0], LD, CM, 16 * mi + g4, 8 * nb + 2 * t4);
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
-        const int k0 = 8 * ks + t4, k1 = k0 + 4;
         Tf32 b[4][2];
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-          b[nb][0] = tf32_split(k0 < CM ? s.E[k0][8 * nb + g4] : 0.f);
-          b[nb][1] = tf32_split(k1 < CM ? s.E[k1][8 * nb + g4] : 0.f);
-        }
+        for (int nb = 0; nb < 4; ++nb) chunk_b_fragment<LE>(b[nb], &s.E[0][0], CM, ks, 8 * nb + g4, t4);
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
-          const int r0 = 16 * mi + g4, r1 = r0 + 8;
-          const Tf32 af[4] = {tf32_split(r0 < CM && k0 < CM ? s.QA[r0][k0] : 0.f), tf32_split(r1 < CM && k0 < CM ? s.QA[r1][k0] : 0.f),
-                              tf32_split(r0 < CM && k1 < CM ? s.QA[r0][k1] : 0.f), tf32_split(r1 < CM && k1 < CM ? s.QA[r1][k1] : 0.f)};
+          Tf32 af[4];
+          chunk_square_fragment<CM>(af, &s.QA[0][0], ks, 16 * mi + g4, t4);
 #pragma unroll
           for (int nb = 0; nb < 4; ++nb) mma_3xtf32(qs[mi][nb], af, b[nb]);
         }
@@ -997,20 +955,15 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
     // padded with zeros.
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
-      const int k0 = 8 * ks + t4, k1 = k0 + 4;
       Tf32 b[4][2];
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        b[ni][0] = tf32_split(k0 < CM ? s.Ah[k0][8 * ni + g4] : 0.f);
-        b[ni][1] = tf32_split(k1 < CM ? s.Ah[k1][8 * ni + g4] : 0.f);
-      }
+      for (int ni = 0; ni < 4; ++ni) chunk_b_fragment<LM>(b[ni], &s.Ah[0][0], CM, ks, 8 * ni + g4, t4);
 #pragma unroll
       for (int q = 0; q < P; ++q)
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi) {
-          const int i0 = q * D + 16 * mi + g4, i1 = i0 + 8;
-          const Tf32 af[4] = {tf32_split(k0 < CM ? s.E[k0][i0] : 0.f), tf32_split(k0 < CM ? s.E[k0][i1] : 0.f),
-                              tf32_split(k1 < CM ? s.E[k1][i0] : 0.f), tf32_split(k1 < CM ? s.E[k1][i1] : 0.f)};
+          Tf32 af[4];
+          chunk_at_fragment<LE>(af, &s.E[0][0], CM, ks, q * D + 16 * mi + g4, t4);
 #pragma unroll
           for (int ni = 0; ni < 4; ++ni) mma_3xtf32(S[q][mi][ni], af, b[ni]);
         }
@@ -1025,10 +978,7 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<float2*>(out + (16 * mi + g4 + 8 * h) * D + 8 * ni + 2 * t4) = make_float2(S[q][mi][ni][2 * h], S[q][mi][ni][2 * h + 1]);
+        for (int ni = 0; ni < 4; ++ni) store_tile(S[q][mi][ni], out, D, D, 16 * mi + g4, 8 * ni + 2 * t4);
     }
   }
 }
