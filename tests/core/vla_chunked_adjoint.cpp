@@ -1,11 +1,13 @@
 // The group-parallel backward of one VLA head (core/rules/vla/chunked_adjoint.hpp, docs/chunkwise-vla.md
-// "The backward across groups") against the sequential reverse pass it must reproduce (core/model/head.hpp
-// head_backward, core/rules/vla/adjoint.hpp): equal in mp50 for every group length, refresh period and
-// guard policy; in float both are measured against mp50.
+// "The backward across groups") and the chunkwise backward (core/rules/vla/chunkwise_adjoint.hpp, "The
+// backward in the chunk form") against the sequential reverse pass they must reproduce (core/model/head.hpp
+// head_backward, core/rules/vla/adjoint.hpp): equal in mp50 for every group or chunk length, refresh period
+// (and, for the group form, guard policy); in float each is measured against mp50.
 #include "analysis/chunked_exactness.hpp"
 #include "analysis/head_stream.hpp"
 #include "core/model/head.hpp"
 #include "core/rules/vla/chunked_adjoint.hpp"
+#include "core/rules/vla/chunkwise_adjoint.hpp"
 #include "core/rules/vla/rule.hpp"
 
 #include <catch2/catch.hpp>
@@ -207,4 +209,77 @@ TEST_CASE("group-parallel VLA backward refuses what it does not cover, naming th
   renorm.memory.renormalise = true;
   renorm.memory.renorm_threshold = 1.0;
   refused(renorm, "renormalise_S");
+}
+
+TEST_CASE("chunkwise VLA backward equals the sequential backward in mp50, every chunk length and refresh period",
+          "[chunked][vla][adjoint]") {
+  // If this fails, the matrix form's reverse pass is not the sequential one: the read's denominators, the
+  // residual solve's transpose (A3), line 20's normalisation, the masks of tril(K Y^T) D^-1 (A4), the
+  // symmetric part of dA reaching Y (A5), or the adjoint of the L D L^T (A6) is wrong; a chunk length of 1
+  // is the step itself, T + 5 one chunk (cut by the refresh).
+  const int d = 6;
+  double worst = 0;
+  int runs = 0;
+  for (int T : {37, 150}) {
+    const HeadStream s = chunk_test_stream(d, T, 5 + T);
+    const Mat<double> dO = random_dO(T, d, 11 + T);
+    for (int period : {20, 7, 0})
+      for (bool normalise_key : {true, false}) {
+        if (!normalise_key && T != 37) continue;
+        VlaOptions opt;
+        opt.normalise_key = normalise_key;
+        opt.penalty.refresh_period = period;
+        opt.penalty.refresh_eta = 0.05;
+        const auto seq = sequential<mp50>(opt, s, dO);
+        for (int chunk : {1, 3, 8, 20, T + 5}) {
+          const auto g = chunkwise_head_backward(seq.rule, seq.x, seq.dO, chunk);
+          INFO("T " << T << ", refresh period " << period << ", normalise_key " << normalise_key << ", chunk " << chunk);
+          CHECK(rel(g.dq, seq.grad.dq) <= 1e-40);
+          CHECK(rel(g.dk, seq.grad.dk) <= 1e-40);
+          CHECK(rel(g.dv, seq.grad.dv) <= 1e-40);
+          CHECK(rel(g.du, seq.grad.du) <= 1e-40);
+          worst = std::max(worst, worst_rel(g, seq.grad));
+          ++runs;
+        }
+      }
+  }
+  WARN("chunkwise vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
+}
+
+TEST_CASE("chunkwise VLA backward in float, measured against mp50 beside the sequential float backward",
+          "[chunked][vla][adjoint]") {
+  // The random protocol (d = 16, T = 1000, the paper's lambda0, eps, refresh every 20 tokens). The chunk
+  // form reads no per-token state: each chunk rebuilds its A_t, S_t from the chunk's start, solves two
+  // triangular systems and differentiates a Cholesky factorisation. If this fails, that rounds far worse
+  // than the token walk (a float GPU backward of this form would then need its factorisation in higher
+  // precision); the bound is 4x the sequential float backward's error.
+  const int d = 16, T = 1000;
+  const HeadStream s = random_head_stream(d, T, 42);
+  const Mat<double> dO = random_dO(T, d, 7);
+  const VlaOptions opt;
+  const auto ref = sequential<mp50>(opt, s, dO);
+  const auto f = sequential<float>(opt, s, dO);
+  const double e_seq = worst_rel(f.grad, ref.grad);
+  for (int chunk : {10, 20}) {
+    const auto g = chunkwise_head_backward(f.rule, f.x, f.dO, chunk);
+    const double e = worst_rel(g, ref.grad);
+    WARN(fmt::format("float vs mp50, chunkwise (chunk {}): dq {:.3g}, dk {:.3g}, dv {:.3g}, du {:.3g}; worst {:.3g} vs sequential {:.3g}", chunk,
+                     rel(g.dq, ref.grad.dq), rel(g.dk, ref.grad.dk), rel(g.dv, ref.grad.dv), rel(g.du, ref.grad.du), e, e_seq));
+    CHECK(e <= 4 * e_seq);
+  }
+}
+
+TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the option", "[chunked][vla][adjoint]") {
+  const HeadStream s = chunk_test_stream(3, 5, 1);
+  const Mat<double> dO = random_dO(5, 3, 2);
+  const auto ok = sequential<double>(VlaOptions{}, s, dO);
+  CHECK_THROWS_WITH(chunkwise_head_backward(ok.rule, ok.x, ok.dO, 0), Catch::Contains("chunk") && Catch::Contains(">= 1"));
+  auto refused = [&](const VlaOptions& opt, const std::string& name) {
+    CHECK_THROWS_WITH(chunkwise_head_backward(VlaRule<Precision<double>>(opt), ok.x, ok.dO, 2), Catch::Contains(name));
+  };
+  refused(VlaOptions::preset("vla-rls"), "gain");
+  refused(VlaOptions::preset("vla-fixed-a"), "fixed_A");
+  VlaOptions big_eps;
+  big_eps.penalty.eps = 2.0;
+  refused(big_eps, "eps");
 }

@@ -38,6 +38,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace vla {
 
@@ -80,9 +81,17 @@ template <class T> struct VlaChunked {
 // their condition numbers (analysis/vla_chunked_conditioning.hpp).
 template <class T> using VlaChunkObserver = std::function<void(const Mat<T>& G, const Mat<T>& I_plus_L)>;
 
+// Where a chunk starts and the state it starts from: what the chunkwise backward (chunkwise_adjoint.hpp)
+// reads instead of a per-token tape.
+template <class T> struct VlaChunkStart {
+  Eigen::Index c0 = 0, n = 0;  // the chunk's first token and its length
+  Mat<T> A, S;                 // (d, d), (d_v, d): A_c and S_c
+  Vec<T> z;                    // (d): z_c
+};
+
 template <class T>
 VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOptions& opt, int chunk,
-                          const VlaChunkObserver<T>& observe = {}) {
+                          const VlaChunkObserver<T>& observe = {}, std::vector<VlaChunkStart<T>>* starts = nullptr) {
   opt.validate();
   const Eigen::Index len = f.Khat.rows(), d = f.Khat.cols(), dv = V.cols();
   if (chunk < 1) throw std::invalid_argument(fmt::format("chunk: the chunk size must be >= 1, got {}", chunk));
@@ -105,6 +114,7 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
     Eigen::Index n = std::min<Eigen::Index>(chunk, len - c0);
     if (period > 0) n = std::min<Eigen::Index>(n, period - c0 % period);  // end on a refresh
     const Mat<T> K = f.Khat.middleRows(c0, n);
+    if (starts) starts->push_back(VlaChunkStart<T>{c0, 0, r.A, r.S, r.z});  // n once the guard has set it
     Mat<T> Y(0, d);    // (n, d) rows y_t = A_{t-1} u_t
     Vec<T> D(0);       // (n) the pivots after the guard
     Mat<T> G;          // (n, n), for the observer
@@ -183,6 +193,7 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
     r.O.middleRows(c0, n) = delta_chunk_step<T>(r.S, r.z, f.Qf.middleRows(c0, n), Kc, alpha, f.Kf.middleRows(c0, n),
                                                 V.middleRows(c0, n), {ones, ones, ones}, true, eps);
     r.alpha.middleRows(c0, n) = alpha;
+    if (starts) starts->back().n = n;
     ++r.chunks;
     c0 += n;
   }
