@@ -246,6 +246,33 @@ TEST_CASE("chunkwise VLA backward equals the sequential backward in mp50, every 
   WARN("chunkwise vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
 }
 
+TEST_CASE("group-parallel VLA backward with chunk walks equals the sequential backward in mp50", "[chunked][vla][adjoint]") {
+  // Each group walked chunk by chunk by the chunk form's adjoint, started from the tape's state before each
+  // chunk: the group passes (B1)-(B3), (C1)-(C2) with matrix-product walks, the structure of a tensor-core
+  // backward. If this fails, a chunk walk from a set carry is not the token walk from it (a carry's dA read
+  // unsymmetrised, or dz not passed through), or the chunks are cut differently from the refresh.
+  const int d = 6, T = 150;
+  const HeadStream s = chunk_test_stream(d, T, 23);
+  const Mat<double> dO = random_dO(T, d, 29);
+  double worst = 0;
+  int runs = 0;
+  for (int period : {20, 7, 0}) {
+    VlaOptions opt;
+    opt.penalty.refresh_period = period;
+    opt.penalty.refresh_eta = 0.05;
+    const auto seq = sequential<mp50>(opt, s, dO);
+    for (int group : {8, 40, T})
+      for (int chunk : {3, 8, 20}) {
+        const auto g = group_parallel_head_backward(seq.rule, seq.x, seq.tape, seq.dO, group, nullptr, chunk);
+        INFO("refresh period " << period << ", group " << group << ", chunk " << chunk);
+        CHECK(worst_rel(g, seq.grad) <= 1e-40);
+        worst = std::max(worst, worst_rel(g, seq.grad));
+        ++runs;
+      }
+  }
+  WARN("group-parallel backward with chunk walks vs sequential, mp50, " << runs << " runs: max relative difference " << worst);
+}
+
 TEST_CASE("chunkwise VLA backward in float, measured against mp50 beside the sequential float backward",
           "[chunked][vla][adjoint]") {
   // The random protocol (d = 16, T = 1000, the paper's lambda0, eps, refresh every 20 tokens). The chunk
@@ -267,6 +294,10 @@ TEST_CASE("chunkwise VLA backward in float, measured against mp50 beside the seq
                      rel(g.dq, ref.grad.dq), rel(g.dk, ref.grad.dk), rel(g.dv, ref.grad.dv), rel(g.du, ref.grad.du), e, e_seq));
     CHECK(e <= 4 * e_seq);
   }
+  const auto gc = group_parallel_head_backward(f.rule, f.x, f.tape, f.dO, 320, nullptr, 20);  // the GPU's structure
+  const double e_gc = worst_rel(gc, ref.grad);
+  WARN(fmt::format("float vs mp50, groups of 320 tokens walked in chunks of 20: worst {:.3g} vs sequential {:.3g}", e_gc, e_seq));
+  CHECK(e_gc <= 4 * e_seq);
 }
 
 TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the option", "[chunked][vla][adjoint]") {
@@ -282,4 +313,6 @@ TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the opt
   VlaOptions big_eps;
   big_eps.penalty.eps = 2.0;
   refused(big_eps, "eps");
+  CHECK_THROWS_WITH(group_parallel_head_backward(VlaRule<Precision<double>>(big_eps), ok.x, ok.tape, ok.dO, 2, nullptr, 2), Catch::Contains("eps"));
+  CHECK_THROWS_WITH(group_parallel_head_backward(ok.rule, ok.x, ok.tape, ok.dO, 2, nullptr, -1), Catch::Contains("chunk"));
 }

@@ -26,11 +26,16 @@
 // linear but not a congruence, so a group holding one applies its token maps to Sigma_b one by one in (C2)
 // (exact; d^3 per token instead of per group).
 //
+// A walk is either the token step (chunk = 0) or, with chunk > 0, the chunk form's adjoint
+// (chunkwise_adjoint.hpp: the group's tokens in chunks of `chunk`, cut at the refresh, each started from the
+// tape's state before it): the structure a GPU backward of matrix products over groups would have.
+//
 // Covered: the default gain (alpha_hat = unit(A_t k_hat), the "vla" preset), rank 1, u from W_u
 // (PenaltySource::Projection), A updated (fixed_A off), with or without key normalisation, both guard
-// policies, any refresh period (eta I is constant: it does not enter F_t). Anything else is refused,
-// naming the option.
+// policies (with chunk walks: eps <= 1, where the guard cannot fire), any refresh period (eta I is
+// constant: it does not enter F_t). Anything else is refused, naming the option.
 #include "core/rules/vla/adjoint.hpp"
+#include "core/rules/vla/chunkwise_adjoint.hpp"
 #include "core/rules/vla/forward.hpp"
 
 #include <fmt/format.h>
@@ -123,12 +128,13 @@ template <class T> void sigma_token_map(const VlaTokenMaps<T>& m, const T& eps, 
 }  // namespace detail
 
 // dL/d of every input of x from dO (n, d_h) = dL/do_t and the forward's tape (head_forward), as
-// head_backward computes them, by the passes (B1)-(B3), (C1)-(C2) over groups of `group_tokens` tokens.
+// head_backward computes them, by the passes (B1)-(B3), (C1)-(C2) over groups of `group_tokens` tokens;
+// chunk > 0 walks each group in chunks of that many tokens by the chunk form's adjoint.
 template <class P>
 HeadGrads<typename P::compute_t> group_parallel_head_backward(const VlaRule<P>& rule, const HeadSequence<typename P::compute_t>& x,
                                                               const typename VlaRule<P>::State::Tape& tape,
                                                               const Mat<typename P::compute_t>& dO, int group_tokens,
-                                                              GroupBackwardStats* stats = nullptr) {
+                                                              GroupBackwardStats* stats = nullptr, int chunk = 0) {
   using T = typename P::compute_t;
   static_assert(std::is_same_v<T, typename P::storage_t>, "the reverse pass runs in one scalar type: storage = compute");
   using Adj = Adjoint<VlaRule<P>>;
@@ -145,6 +151,8 @@ HeadGrads<typename P::compute_t> group_parallel_head_backward(const VlaRule<P>& 
     throw std::invalid_argument("penalty_source: the group-parallel backward covers u = unit(W_u k_raw) / sqrt(d_h) only");
   if (vo.fixed_A) throw std::invalid_argument("fixed_A: the group-parallel backward covers the updated penalty inverse only");
   if (vo.memory.renormalise) throw std::invalid_argument("renormalise_S: S renormalisation has no backward");
+  if (chunk < 0) throw std::invalid_argument(fmt::format("chunk: the chunk walk's tokens per chunk must be >= 1 (0: token walks), got {}", chunk));
+  if (chunk > 0) check_chunkwise_adjoint_options(vo, "the group-parallel backward with chunk walks");
   const int n = static_cast<int>(x.q.rows()), d = static_cast<int>(x.q.cols());
   for (const Mat<T>* m : {&x.k, &x.v, &x.u, &dO})
     if (m->rows() != n || m->cols() != d) throw std::invalid_argument(fmt::format("x, dO: q, k, v, u_raw and dO must all be ({}, {})", n, d));
@@ -166,11 +174,31 @@ HeadGrads<typename P::compute_t> group_parallel_head_backward(const VlaRule<P>& 
   Adj adj(rule, d);
   HeadGrads<T> discard(n, d, VlaRule<P>::needs.gate_rows(d));  // rows the walks of (B1), (B2) write, unused
 
-  // The group's tokens walked backwards from `from` through the sequential step; the carry it leaves.
+  // The group's tokens walked backwards from `from` through the sequential step, or chunk by chunk through
+  // the chunk form's adjoint; the carry it leaves.
+  const VlaFeatures<T> features = chunk > 0 ? vla_features<T>(x.q, x.k, x.u, vo) : VlaFeatures<T>{};
+  const Mat<T> A0 = I * T(T(1) / T(vo.penalty.lambda0));  // as InversePenaltyTracker::reset
   auto walk = [&](int j, const Carry& from, HeadGrads<T>& out) {
-    adj.set_carry(from);
-    for (int t = end(j) - 1; t >= begin(j); --t) adj.step(t, x, tape, dO, out);
-    return adj.carry();
+    if (chunk == 0) {
+      adj.set_carry(from);
+      for (int t = end(j) - 1; t >= begin(j); --t) adj.step(t, x, tape, dO, out);
+      return adj.carry();
+    }
+    std::vector<std::pair<int, int>> chunks;  // (first token, length), cut as vla_chunked cuts
+    for (int c0 = begin(j); c0 < end(j);) {
+      int len = std::min(chunk, end(j) - c0);
+      if (vo.penalty.refresh_period > 0) len = std::min(len, vo.penalty.refresh_period - c0 % vo.penalty.refresh_period);
+      chunks.emplace_back(c0, len);
+      c0 += len;
+    }
+    const VlaChunkAdjointInputs<T> inputs = chunk_adjoint_inputs(features, x, dO, vo);
+    VlaChunkCarry<T> c{from.dS, from.dz, from.dA};
+    for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) {
+      const int c0 = it->first;
+      c = vla_chunk_adjoint(inputs, c0, it->second, c0 ? Mat<T>(tape.A[c0 - 1]) : A0, c0 ? Mat<T>(tape.S[c0 - 1]) : Mat<T>(Mat<T>::Zero(d, d)),
+                            c0 ? Vec<T>(tape.z[c0 - 1]) : Vec<T>(Vec<T>::Zero(d)), c, out);
+    }
+    return Carry{c.dS, c.dz, c.dA};
   };
 
   // (B1) every group from (0, 0, 0): dS^0_a, dz^0_a; R_g = M_{b-1} ... M_a (the carry is multiplied on the
