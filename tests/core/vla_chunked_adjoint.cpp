@@ -83,15 +83,13 @@ template <class T> double worst_rel(const HeadGrads<T>& got, const HeadGrads<mp5
   return std::max({rel(got.dq, ref.dq), rel(got.dk, ref.dk), rel(got.dv, ref.dv), rel(got.du, ref.du)});
 }
 
-}  // namespace
-
-TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50, every group length and refresh period",
-          "[chunked][vla][adjoint]") {
-  // If this fails, the group form is not the sequential reverse pass: R_g multiplies in the wrong token
-  // order (C1), the congruence Phi_g^T Sigma Phi_g is not the Sherman-Morrison step's adjoint on the
-  // symmetric part of dA (C2), dA^0 was walked from a dS other than the true one (B2), or a group is walked
-  // from the wrong carry (B3). T = 37 is prime and 150 no multiple of 8 or 20 (a short last group); periods
-  // 20 and 7 put refreshes inside groups and on their boundaries; group 1 is a chain step per token.
+// backward(seq, length) against seq's sequential gradients in mp50, each of the four within 1e-40 relative
+// (mp50 carries ~166 bits: two orders of the products differ by a few thousand roundings of ~1e-50), over
+// T = 37 (prime) and 150 (no multiple of 8 or 20: a short last group or chunk), refresh periods 20 and 7
+// (refreshes inside and on the edges of groups and chunks) and 0, the key normalised or not (the
+// normalisation is outside the chains: T = 37 only), lengths 1 (a step per group or chunk), 3, 8, 20, T and
+// T + 5 (one).
+template <class Backward> void mp50_equal_sweep(const std::string& what, Backward&& backward) {
   const int d = 6;
   double worst = 0;
   int runs = 0;
@@ -100,19 +98,15 @@ TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50, e
     const Mat<double> dO = random_dO(T, d, 11 + T);
     for (int period : {20, 7, 0})
       for (bool normalise_key : {true, false}) {
-        if (!normalise_key && T != 37) continue;  // the key's normalisation is outside the chains: one length suffices
+        if (!normalise_key && T != 37) continue;
         VlaOptions opt;
         opt.normalise_key = normalise_key;
         opt.penalty.refresh_period = period;
         opt.penalty.refresh_eta = 0.05;  // large enough that a refresh put in the wrong place shows
         const auto seq = sequential<mp50>(opt, s, dO);
-        for (int group : {1, 3, 8, 20, T, T + 5}) {
-          GroupBackwardStats stats;
-          const auto g = grouped(seq, group, &stats);
-          INFO("T " << T << ", refresh period " << period << ", normalise_key " << normalise_key << ", group " << group);
-          CHECK(stats.groups == (T + group - 1) / group);
-          CHECK(stats.clamped_tokens == 0);  // delta >= 1 > eps: the congruence path throughout
-          // mp50 carries ~166 bits: the two orders of the products differ by a few thousand roundings of ~1e-50.
+        for (int length : {1, 3, 8, 20, T, T + 5}) {
+          INFO(what << ": T " << T << ", refresh period " << period << ", normalise_key " << normalise_key << ", length " << length);
+          const auto g = backward(seq, length);
           CHECK(rel(g.dq, seq.grad.dq) <= 1e-40);
           CHECK(rel(g.dk, seq.grad.dk) <= 1e-40);
           CHECK(rel(g.dv, seq.grad.dv) <= 1e-40);
@@ -122,7 +116,24 @@ TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50, e
         }
       }
   }
-  WARN("group-parallel vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
+  WARN(what << " vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
+}
+
+}  // namespace
+
+TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50, every group length and refresh period",
+          "[chunked][vla][adjoint]") {
+  // If this fails, the group form is not the sequential reverse pass: R_g multiplies in the wrong token
+  // order (C1), the congruence Phi_g^T Sigma Phi_g is not the Sherman-Morrison step's adjoint on the
+  // symmetric part of dA (C2), dA^0 was walked from a dS other than the true one (B2), or a group is walked
+  // from the wrong carry (B3).
+  mp50_equal_sweep("group-parallel", [](const Sequential<mp50>& seq, int group) {
+    GroupBackwardStats stats;
+    auto g = grouped(seq, group, &stats);
+    CHECK(stats.groups == (seq.x.q.rows() + group - 1) / group);
+    CHECK(stats.clamped_tokens == 0);  // delta >= 1 > eps: the congruence path throughout
+    return g;
+  });
 }
 
 TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50 where the delta guard fires, both policies",
@@ -159,7 +170,7 @@ TEST_CASE("group-parallel VLA backward equals the sequential backward in mp50 wh
   WARN("group-parallel vs sequential backward, mp50, guard firing: max relative difference " << worst);
 }
 
-TEST_CASE("group-parallel VLA backward in float rounds like the sequential float backward on the random protocol",
+TEST_CASE("group-parallel and chunkwise VLA backwards in float round like the sequential float backward on the random protocol",
           "[chunked][vla][adjoint]") {
   // The random protocol (d = 16, T = 1000, the paper's lambda0, eps, refresh every 20 tokens), dO ~ N(0, 1);
   // each float backward reads its own float forward's tape, and both are measured against the mp50 sequential
@@ -186,6 +197,18 @@ TEST_CASE("group-parallel VLA backward in float rounds like the sequential float
          << "; the two float backwards differ by " << worst_rel(g, cast_grads(f.grad)));
     CHECK(e_group <= 2 * e_seq);
   }
+  // The chunk form reads no per-token state: each chunk rebuilds its A_t, S_t from the chunk's start, solves
+  // two triangular systems and differentiates a Cholesky factorisation. If these fail, that rounds far worse
+  // than the token walk (a float GPU backward of this form would need its factorisation in higher
+  // precision); the bound is 4x the sequential float backward's error.
+  for (int chunk : {10, 20}) {
+    const auto g = chunkwise_head_backward(f.rule, f.x, f.dO, chunk);
+    WARN("float vs mp50, chunkwise (chunks of " << chunk << "): " << each(g) << "; worst " << worst_rel(g, ref.grad));
+    CHECK(worst_rel(g, ref.grad) <= 4 * e_seq);
+  }
+  const auto gc = group_parallel_head_backward(f.rule, f.x, f.tape, f.dO, 320, nullptr, 20);  // the GPU's structure
+  WARN("float vs mp50, groups of 320 tokens walked in chunks of 20: " << each(gc) << "; worst " << worst_rel(gc, ref.grad));
+  CHECK(worst_rel(gc, ref.grad) <= 4 * e_seq);
 }
 
 TEST_CASE("group-parallel VLA backward refuses what it does not cover, naming the option", "[chunked][vla][adjoint]") {
@@ -215,35 +238,9 @@ TEST_CASE("chunkwise VLA backward equals the sequential backward in mp50, every 
           "[chunked][vla][adjoint]") {
   // If this fails, the matrix form's reverse pass is not the sequential one: the read's denominators, the
   // residual solve's transpose (A3), line 20's normalisation, the masks of tril(K Y^T) D^-1 (A4), the
-  // symmetric part of dA reaching Y (A5), or the adjoint of the L D L^T (A6) is wrong; a chunk length of 1
-  // is the step itself, T + 5 one chunk (cut by the refresh).
-  const int d = 6;
-  double worst = 0;
-  int runs = 0;
-  for (int T : {37, 150}) {
-    const HeadStream s = chunk_test_stream(d, T, 5 + T);
-    const Mat<double> dO = random_dO(T, d, 11 + T);
-    for (int period : {20, 7, 0})
-      for (bool normalise_key : {true, false}) {
-        if (!normalise_key && T != 37) continue;
-        VlaOptions opt;
-        opt.normalise_key = normalise_key;
-        opt.penalty.refresh_period = period;
-        opt.penalty.refresh_eta = 0.05;
-        const auto seq = sequential<mp50>(opt, s, dO);
-        for (int chunk : {1, 3, 8, 20, T + 5}) {
-          const auto g = chunkwise_head_backward(seq.rule, seq.x, seq.dO, chunk);
-          INFO("T " << T << ", refresh period " << period << ", normalise_key " << normalise_key << ", chunk " << chunk);
-          CHECK(rel(g.dq, seq.grad.dq) <= 1e-40);
-          CHECK(rel(g.dk, seq.grad.dk) <= 1e-40);
-          CHECK(rel(g.dv, seq.grad.dv) <= 1e-40);
-          CHECK(rel(g.du, seq.grad.du) <= 1e-40);
-          worst = std::max(worst, worst_rel(g, seq.grad));
-          ++runs;
-        }
-      }
-  }
-  WARN("chunkwise vs sequential backward, mp50, " << runs << " runs: max relative difference " << worst);
+  // symmetric part of dA reaching Y (A5), or the adjoint of the L D L^T (A6) is wrong; a chunk of 1 token
+  // is the step itself.
+  mp50_equal_sweep("chunkwise", [](const Sequential<mp50>& seq, int chunk) { return chunkwise_head_backward(seq.rule, seq.x, seq.dO, chunk); });
 }
 
 TEST_CASE("group-parallel VLA backward with chunk walks equals the sequential backward in mp50", "[chunked][vla][adjoint]") {
@@ -271,33 +268,6 @@ TEST_CASE("group-parallel VLA backward with chunk walks equals the sequential ba
       }
   }
   WARN("group-parallel backward with chunk walks vs sequential, mp50, " << runs << " runs: max relative difference " << worst);
-}
-
-TEST_CASE("chunkwise VLA backward in float, measured against mp50 beside the sequential float backward",
-          "[chunked][vla][adjoint]") {
-  // The random protocol (d = 16, T = 1000, the paper's lambda0, eps, refresh every 20 tokens). The chunk
-  // form reads no per-token state: each chunk rebuilds its A_t, S_t from the chunk's start, solves two
-  // triangular systems and differentiates a Cholesky factorisation. If this fails, that rounds far worse
-  // than the token walk (a float GPU backward of this form would then need its factorisation in higher
-  // precision); the bound is 4x the sequential float backward's error.
-  const int d = 16, T = 1000;
-  const HeadStream s = random_head_stream(d, T, 42);
-  const Mat<double> dO = random_dO(T, d, 7);
-  const VlaOptions opt;
-  const auto ref = sequential<mp50>(opt, s, dO);
-  const auto f = sequential<float>(opt, s, dO);
-  const double e_seq = worst_rel(f.grad, ref.grad);
-  for (int chunk : {10, 20}) {
-    const auto g = chunkwise_head_backward(f.rule, f.x, f.dO, chunk);
-    const double e = worst_rel(g, ref.grad);
-    WARN(fmt::format("float vs mp50, chunkwise (chunk {}): dq {:.3g}, dk {:.3g}, dv {:.3g}, du {:.3g}; worst {:.3g} vs sequential {:.3g}", chunk,
-                     rel(g.dq, ref.grad.dq), rel(g.dk, ref.grad.dk), rel(g.dv, ref.grad.dv), rel(g.du, ref.grad.du), e, e_seq));
-    CHECK(e <= 4 * e_seq);
-  }
-  const auto gc = group_parallel_head_backward(f.rule, f.x, f.tape, f.dO, 320, nullptr, 20);  // the GPU's structure
-  const double e_gc = worst_rel(gc, ref.grad);
-  WARN(fmt::format("float vs mp50, groups of 320 tokens walked in chunks of 20: worst {:.3g} vs sequential {:.3g}", e_gc, e_seq));
-  CHECK(e_gc <= 4 * e_seq);
 }
 
 TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the option", "[chunked][vla][adjoint]") {
