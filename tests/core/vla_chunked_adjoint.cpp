@@ -285,4 +285,13 @@ TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the opt
   refused(big_eps, "eps");
   CHECK_THROWS_WITH(group_parallel_head_backward(VlaRule<Precision<double>>(big_eps), ok.x, ok.tape, ok.dO, 2, nullptr, 2), Catch::Contains("eps"));
   CHECK_THROWS_WITH(group_parallel_head_backward(ok.rule, ok.x, ok.tape, ok.dO, 2, nullptr, -1), Catch::Contains("chunk"));
+  // A chunk started from an A that is not positive definite has no L D L^T: said, naming its tokens, where
+  // a Cholesky failure read on would differentiate garbage into the gradients.
+  const VlaOptions opt;
+  const VlaFeatures<double> f = vla_features<double>(ok.x.q, ok.x.k, ok.x.u, opt);
+  HeadGrads<double> g(5, 3);
+  const VlaChunkCarry<double> zero{Mat<double>::Zero(3, 3), Vec<double>::Zero(3), Mat<double>::Zero(3, 3)};
+  CHECK_THROWS_WITH(vla_chunk_adjoint(chunk_adjoint_inputs(f, ok.x, ok.dO, opt), 1, 3, Mat<double>(-10.0 * Mat<double>::Identity(3, 3)),
+                                      Mat<double>(Mat<double>::Zero(3, 3)), Vec<double>(Vec<double>::Zero(3)), zero, g),
+                    Catch::Contains("tokens 1..3") && Catch::Contains("positive definite"));
 }

@@ -47,9 +47,9 @@ template <class T> struct VlaChunkAdjointInputs {
   bool normalise_key;
 };
 
-// The adjoint of one chunk [c0, c0 + n) started from the state `start` (A_c, S_c, z_c): from the carry at its
-// end, returns the carry at its start and writes the chunk's rows of g (dq, dk, dv, du: the sequential
-// pass's rows once the carry is the true one).
+// The adjoint of one chunk [c0, c0 + n) that starts from the state (Ac, Sc, zc): from the carry at its end,
+// returns the carry at its start and writes the chunk's rows of g (dq, dk, dv, du: the sequential pass's
+// rows once the carry is the true one).
 template <class T>
 VlaChunkCarry<T> vla_chunk_adjoint(const VlaChunkAdjointInputs<T>& in, Eigen::Index c0, Eigen::Index n, const Mat<T>& Ac,
                                    const Mat<T>& Sc, const Vec<T>& zc, const VlaChunkCarry<T>& carry, HeadGrads<T>& g) {
@@ -65,7 +65,11 @@ VlaChunkCarry<T> vla_chunk_adjoint(const VlaChunkAdjointInputs<T>& in, Eigen::In
   // (unpivoted, as (V1) needs: the pivots are the delta_t).
   const Mat<T> W = U * Ac;
   const Mat<T> G = Mat<T>::Identity(n, n) + U * W.transpose();
-  const Mat<T> C = Eigen::LLT<Mat<T>>(G).matrixL();
+  const Eigen::LLT<Mat<T>> llt(G);
+  if (llt.info() != Eigen::Success)  // G = I + U A_c U^T is SPD while A_c is: a non-SPD A_c is said, not differentiated
+    throw std::runtime_error(fmt::format("chunkwise backward: the penalty Gram of tokens {}..{} is not positive definite "
+                                         "(A before token {} lost its positive definiteness)", c0, c0 + n - 1, c0));
+  const Mat<T> C = llt.matrixL();
   const Vec<T> Dinv = C.diagonal().cwiseAbs2().cwiseInverse();
   const Mat<T> L = C * Vec<T>(C.diagonal().cwiseInverse()).asDiagonal();
   const auto Lt = L.template triangularView<Eigen::UnitLower>();
