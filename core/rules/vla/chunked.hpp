@@ -81,6 +81,14 @@ template <class T> struct VlaChunked {
 // their condition numbers (analysis/vla_chunked_conditioning.hpp).
 template <class T> using VlaChunkObserver = std::function<void(const Mat<T>& G, const Mat<T>& I_plus_L)>;
 
+// The length of the chunk that starts at token c0: `chunk` tokens, fewer at `end`, ending on the next refresh
+// step (line 16 follows the steps with (t + 1) mod period == 0; period 0: no refresh).
+inline Eigen::Index vla_chunk_length(Eigen::Index c0, Eigen::Index end, int chunk, int period) {
+  Eigen::Index n = std::min<Eigen::Index>(chunk, end - c0);
+  if (period > 0) n = std::min<Eigen::Index>(n, period - c0 % period);
+  return n;
+}
+
 // Where a chunk starts and the state it starts from: what the chunkwise backward (chunkwise_adjoint.hpp)
 // reads instead of a per-token tape.
 template <class T> struct VlaChunkStart {
@@ -111,8 +119,7 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
   VlaChunked<T> r{Mat<T>(len, dv), Mat<T>(len, d), Vec<T>::Constant(len, nan), Mat<T>::Zero(dv, d), Vec<T>::Zero(d),
                   Mat<T>(Mat<T>::Identity(d, d) * T(T(1) / scalar_cast<T>(opt.penalty.lambda0))), 0, 0};  // line 4
   for (Eigen::Index c0 = 0; c0 < len;) {
-    Eigen::Index n = std::min<Eigen::Index>(chunk, len - c0);
-    if (period > 0) n = std::min<Eigen::Index>(n, period - c0 % period);  // end on a refresh
+    Eigen::Index n = vla_chunk_length(c0, len, chunk, period);
     const Mat<T> K = f.Khat.middleRows(c0, n);
     if (starts) starts->push_back(VlaChunkStart<T>{c0, 0, r.A, r.S, r.z});  // n once the guard has set it
     Mat<T> Y(0, d);    // (n, d) rows y_t = A_{t-1} u_t

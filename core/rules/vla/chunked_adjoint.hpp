@@ -185,12 +185,8 @@ HeadGrads<typename P::compute_t> group_parallel_head_backward(const VlaRule<P>& 
       return adj.carry();
     }
     std::vector<std::pair<int, int>> chunks;  // (first token, length), cut as vla_chunked cuts
-    for (int c0 = begin(j); c0 < end(j);) {
-      int len = std::min(chunk, end(j) - c0);
-      if (vo.penalty.refresh_period > 0) len = std::min(len, vo.penalty.refresh_period - c0 % vo.penalty.refresh_period);
-      chunks.emplace_back(c0, len);
-      c0 += len;
-    }
+    for (int c0 = begin(j); c0 < end(j); c0 += chunks.back().second)
+      chunks.emplace_back(c0, static_cast<int>(vla_chunk_length(c0, end(j), chunk, vo.penalty.refresh_period)));
     const VlaChunkAdjointInputs<T> inputs = chunk_adjoint_inputs(features, x, dO, vo);
     VlaChunkCarry<T> c{from.dS, from.dz, from.dA};
     for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) {
