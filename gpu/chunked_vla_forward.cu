@@ -243,14 +243,6 @@ __device__ __forceinline__ void store_tile(const float (&c)[4], float* M, int ld
 // ---------------------------------------------------------------------------------------------------------
 // Geometry shared by host and device.
 
-// A chunk's start c0 -> its length: C tokens, fewer at the end of the sequence, and ending on the next
-// refresh step (line 16 after the steps with (t + 1) mod period == 0), as core/rules/vla/chunked.hpp.
-__host__ __device__ inline int chunk_length(int c0, int T, int C, int period) {
-  int n = C < T - c0 ? C : T - c0;
-  if (period > 0 && period - c0 % period < n) n = period - c0 % period;
-  return n;
-}
-
 struct Plan {
   int T, C, period;
   int group_tokens;  // a multiple of the period (refresh on) or of C (off): chunks never cross a group
@@ -270,6 +262,11 @@ struct Plan {
   float* ahat;    // (seqs, T, D)            alpha_hat_t
   float* khat;    // (seqs, T, D)            k_hat_t (line 9), written by alphas for the memory maps
   float* checkpoints;  // x.checkpoints or null: the backward's checkpoint of every group start
+  float* chunk_starts; // or null: (S, A, z) before every chunk (chunked_vla_forward's chunk_starts)
+  int chunks;          // per sequence
+  __device__ float* chunk_start_slot(int seq, int c0) const {
+    return chunk_starts + (static_cast<long long>(seq) * chunks + chunk_of(c0, C, period)) * backward_slot_floats(D);
+  }
   __host__ __device__ long long slot(int seq, int g) const { return static_cast<long long>(seq) * groups + g; }
 };
 
@@ -570,6 +567,13 @@ template <int CM> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(R
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
     const float shift = pl.period > 0 && (c0 + n) % pl.period == 0 ? pl.eta : 0.f;
+    if (pl.chunk_starts) {  // A before the chunk, for the chunk-form backward
+      float* a_out = pl.chunk_start_slot(seq, c0) + D * D;
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) store_tile(a[mi][ni], a_out, D, D, 16 * mi + g4, 8 * ni + 2 * t4);
+    }
     // Lines 8-10 for the chunk's rows; rows n.. are zero, so every loop below runs over all CM rows.
     float kraw[CM], uraw[CM];  // every row's loads first, so that their latencies overlap
 #pragma unroll
@@ -805,6 +809,14 @@ template <int CM, bool kMap> __global__ void __launch_bounds__(kWarps * 32) memo
   const int t1 = min(pl.T, (g + 1) * pl.group_tokens);
   for (int c0 = g * pl.group_tokens; c0 < t1;) {
     const int n = chunk_length(c0, pl.T, pl.C, pl.period);
+    if (!kMap && pl.chunk_starts) {  // S and z before the chunk, for the chunk-form backward
+      float* out = pl.chunk_start_slot(seq, c0);
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) store_tile(S[0][mi][ni], out, D, D, 16 * mi + g4, 8 * ni + 2 * t4);
+      out[2 * D * D + lane] = z;
+    }
     // The maps read k_hat_t as alphas wrote it (line 9). The outputs need phi(k_t) itself for z and the read's
     // denominators, and normalise it here (the same arithmetic as alphas: the same bits).
     float vv[CM], kin[CM], qraw[kMap ? 1 : CM];  // every row's loads first, so that their latencies overlap
@@ -1117,7 +1129,14 @@ int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int
   return chunked_vla_group(chunk, group, p, seqs, T, checkpoints) * segment_tokens(chunk, p);
 }
 
-cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream) {
+std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, const RecurrentParams& p) {
+  if (B < 1 || H < 1 || T < 1 || chunk < 0 || chunk > kChunkedVlaMaxChunk) return 0;
+  const int C = chunked_vla_chunk(chunk, p);
+  return std::size_t(B) * H * (chunk_of(T - 1, C, p.refresh_period) + 1) * backward_slot_floats(D);
+}
+
+cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream,
+                                float* chunk_starts) {
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
   if (chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0 || x.d != D) return cudaErrorInvalidValue;
   if (!p.normalise_key) return cudaErrorInvalidValue;  // every kernel here reads k_hat = unit(phi(k)) (line 9)
@@ -1131,6 +1150,8 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   const int group_segments = chunked_vla_group(chunk, group, p, x.B * x.H, x.T, x.checkpoints != nullptr);
   pl.group_tokens = group_segments * segment_tokens(chunk, p);
   pl.checkpoints = x.checkpoints;
+  pl.chunk_starts = chunk_starts;
+  pl.chunks = chunk_of(x.T - 1, pl.C, pl.period) + 1;
   if (pl.checkpoints && pl.group_tokens % kBackwardChunk != 0) return cudaErrorInvalidValue;
   pl.groups = (x.T + pl.group_tokens - 1) / pl.group_tokens;
   pl.span = std::max(1, kChunkedVlaChainSegments / group_segments);

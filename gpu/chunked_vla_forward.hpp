@@ -35,6 +35,25 @@ inline constexpr int kChunkedVlaMaxGroup = 64;
 // the chain's solves, its slow steps, become T / (128 segments) per sequence whatever the group length.
 inline constexpr int kChunkedVlaChainSegments = 128;
 
+// Chunks. A sequence of T tokens is cut into chunks of C tokens (C = chunked_vla_chunk) that end on refresh
+// steps, as core/rules/vla/chunked.hpp cuts them. Chunk start c0 -> its length: C tokens, fewer at the end
+// of the sequence or before the next refresh (line 16 after the steps with (t + 1) mod period == 0).
+__host__ __device__ inline int chunk_length(int c0, int T, int C, int period) {
+  int n = C < T - c0 ? C : T - c0;
+  if (period > 0 && period - c0 % period < n) n = period - c0 % period;
+  return n;
+}
+// The chunk holding token t, and chunk i's first token (C <= period when period > 0: every refresh segment
+// holds ceil(period / C) chunks). A sequence holds chunk_of(T - 1) + 1 chunks.
+__host__ __device__ inline int chunk_of(int t, int C, int period) {
+  return period > 0 ? (t / period) * ((period + C - 1) / C) + (t % period) / C : t / C;
+}
+__host__ __device__ inline int chunk_start(int i, int C, int period) {
+  if (period <= 0) return i * C;
+  const int per = (period + C - 1) / C;
+  return (i / per) * period + (i % per) * C;
+}
+
 // The chunk length a request runs with: `chunk` (1..kChunkedVlaMaxChunk; 0 asks for the default),
 // cut to the refresh period when there is one (chunks end on refresh steps).
 int chunked_vla_chunk(int chunk, const RecurrentParams& p);
@@ -47,6 +66,9 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 // with checkpoints.
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 
+// Floats of the chunk_starts buffer below: B H chunks of slots of 2 d^2 + d floats (0 for an invalid request).
+std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, const RecurrentParams& p);
+
 // Launches the chunked forward on `stream` (seven kernels and a stream-ordered workspace of
 // 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, an eighth
 // writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
@@ -56,7 +78,11 @@ int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int
 // non-positive B, H or T, or p.normalise_key false (vla-no-knorm: the fused kernel's), or p.eps above 1
 // (where line 13's clamp could fire on finite inputs, which the chunk form does not reproduce), or
 // x.checkpoints with a group that is not a whole number of kBackwardChunk tokens.
+// chunk_starts (optional, chunked_vla_chunk_starts_floats floats): the state (S, A, z) before every chunk, in
+// slots of the checkpoints' layout (S, A row-major, then z), sequence seq's chunk i at slot seq chunks + i:
+// what the chunk-form backward (gpu/chunked_vla_backward.hpp) starts each chunk from. A is written as the
+// forward carries it (symmetric up to the rounding of its products).
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
-                                cudaStream_t stream = nullptr);
+                                cudaStream_t stream = nullptr, float* chunk_starts = nullptr);
 
 }  // namespace vla::gpu

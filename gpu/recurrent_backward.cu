@@ -38,11 +38,16 @@
 #include "gpu/recurrent_backward.hpp"
 
 #include "core/phi.hpp"
+#include "gpu/group_chain.cuh"
 
 #include <algorithm>
 
 namespace vla::gpu {
 namespace {
+
+using group_chain::GroupArgs;
+using group_chain::kChainThreads;
+using group_chain::vla_group_chain_kernel;
 
 template <int D> struct Smem {
   static constexpr int LD = D + 1, MAT = D * LD, NRED = 2;
@@ -395,27 +400,11 @@ struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 //   B1: from (0, 0, 0); leaves dS^0_a, dz^0_a and R_g = M_{b-1} ... M_a, M_t = I - alpha_hat_t k_hat_t^T
 //   B2: from (dS_b, dz_b, 0); leaves sym(dA^0_a) and Phi_g = F_{b-1} ... F_a, F_t = I - zv_t u_t^T / delta_t
 //   B3: from (dS_b, dz_b, Sigma_b); writes the group's rows of dq, dk, dv, du
-// The chains between them (C1, C2) are vla_group_chain_kernel below. Fill: the forward alone over a group
+// The chains between them (C1, C2) and the buffers (GroupArgs) are gpu/group_chain.cuh's. Fill: the forward alone over a group
 // from its first checkpoint, writing the others (where a forward left only every group's first).
 enum class Walk { Sequence, Fill, B1, B2, B3 };
 __host__ __device__ constexpr bool writes_grads(Walk w) { return w == Walk::Sequence || w == Walk::B3; }
 __host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 || w == Walk::B2; }
-
-// The group-parallel backward's buffers (vla_group_backward), per (sequence, group) slot seq G + g:
-//   local   (2 d^2 + d)  what B1 / B2 leave at the group's start: B1 dS^0_a (d x d) and dz^0_a (d, at 2 d^2),
-//                        B2 sym(dA^0_a) (d x d, at d^2)
-//   product (d^2)        R_g (B1), then Phi_g (B2)
-//   carry   (2 d^2 + d)  the true carry at the group's end b: dS_b, Sigma_b, dz_b (zero for the last group)
-//   scratch              the walk's CH per-step slots
-// Matrices row-major.
-struct GroupArgs {
-  int groups = 1;       // per sequence
-  int chunks = 1;       // kBackwardChunk-chunks per group (group tokens / kBackwardChunk)
-  float* local = nullptr;
-  float* product = nullptr;
-  float* carry = nullptr;
-  float* scratch = nullptr;
-};
 
 // Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, d <= 64 only), R_g or Phi_g
 // (padded; B1 and B2 only), 10 vectors (11 with a product), the sums' partials: 199 KiB at d = 128
@@ -623,80 +612,6 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   }
 }
 
-// The chains across groups (C1, C2 of docs/chunkwise-vla.md), one block per sequence, last group first.
-// The carry at the last group's end is zero; then, group g = [a, b) giving the carry at a, which is the
-// carry at the end of group g - 1:
-//   C1 (after B1): dS_a = dS_b R_g + dS^0_a, dz_a = dz_b + dz^0_a
-//   C2 (after B2): Sigma_a = Phi_g^T Sigma_b Phi_g + sym(dA^0_a)
-// Thread e (of kChainThreads) owns entries e, e + kChainThreads, ... of the d x d result.
-constexpr int kChainThreads = 1024;
-// next = X Y (kXt: X^T Y) at the entries e0, e0 + kChainThreads, ... of a d x d result; X and Y in shared
-// memory with row stride d + 1. C1 takes cur P, C2 cur P and then P^T cur.
-template <int D, int E, bool kXt>
-__device__ __forceinline__ void chain_product(float (&next)[E], const float* X, const float* Y, int e0) {
-  constexpr int LD = D + 1;
-#pragma unroll
-  for (int n = 0; n < E; ++n) {
-    const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
-    if (e >= D * D) break;
-    float a = 0.f;
-    for (int k = 0; k < D; ++k) a = fmaf(kXt ? X[k * LD + r] : X[r * LD + k], Y[k * LD + c], a);
-    next[n] = a;
-  }
-}
-template <int D, int kPass>
-__global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const GroupArgs ga) {
-  constexpr int LD = D + 1, E = (D * D + kChainThreads - 1) / kChainThreads;
-  constexpr long long kCarry = 2LL * D * D + D;
-  __shared__ float cur[D * LD], P[D * LD];
-  const int e0 = threadIdx.x;
-  const long long seq = blockIdx.x;
-  const int part = kPass == 1 ? 0 : D * D;  // the carry's dS or Sigma
-  for (int e = e0; e < D * D; e += kChainThreads) {
-    cur[(e / D) * LD + e % D] = 0.f;
-    ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + part + e] = 0.f;
-  }
-  if (kPass == 1)
-    for (int i = e0; i < D; i += kChainThreads) ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + 2 * D * D + i] = 0.f;
-  auto store_cur = [&](const float (&next)[E]) {
-#pragma unroll
-    for (int n = 0; n < E; ++n) {
-      const int e = e0 + n * kChainThreads;
-      if (e >= D * D) break;
-      cur[(e / D) * LD + e % D] = next[n];
-    }
-  };
-  for (int g = ga.groups - 1; g >= 1; --g) {
-    const long long at = seq * ga.groups + g;
-    const float* loc = ga.local + at * kCarry;
-    float* out = ga.carry + (at - 1) * kCarry;
-    for (int e = e0; e < D * D; e += kChainThreads) P[(e / D) * LD + e % D] = ga.product[at * D * D + e];
-    __syncthreads();  // P and cur written
-    float next[E];
-    chain_product<D, E, false>(next, cur, P, e0);  // C1: dS_b R_g; C2: Sigma_b Phi_g
-    if constexpr (kPass == 2) {                     // cur <- Sigma_b Phi_g, then next = Phi_g^T cur
-      __syncthreads();
-      store_cur(next);
-      __syncthreads();
-      chain_product<D, E, true>(next, P, cur, e0);
-    }
-#pragma unroll
-    for (int n = 0; n < E; ++n) {
-      const int e = e0 + n * kChainThreads;
-      if (e < D * D) next[n] += loc[part + e];  // + dS^0_a, or + sym(dA^0_a)
-    }
-    __syncthreads();  // every read of cur and P done
-    store_cur(next);
-#pragma unroll
-    for (int n = 0; n < E; ++n) {
-      const int e = e0 + n * kChainThreads;
-      if (e < D * D) out[part + e] = next[n];
-    }
-    if (kPass == 1)  // dz_a = dz_b + dz^0_a, read from the carry just written for group g
-      for (int i = e0; i < D; i += kChainThreads)
-        out[2 * D * D + i] = ga.carry[at * kCarry + 2 * D * D + i] + loc[2 * D * D + i];
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Linear attention and DeltaNet: the same two passes and read with S alone (no A; the slots' A half is

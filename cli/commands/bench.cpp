@@ -34,6 +34,7 @@
 #include <vector>
 
 #ifdef VLA_HAVE_CUDA
+#include "gpu/chunked_vla_backward.hpp"
 #include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
@@ -80,8 +81,10 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 // Median milliseconds of one fused forward over (B, H, T, d) inputs; with `backward`, of the forward
 // followed by the fused backward (dL/do random, the workspace allocated once outside the timing); with
 // `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters), and
-// as its backward the group-parallel one (gpu/recurrent_backward.hpp) from the forward's group starts.
-double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false) {
+// as its backward the group-parallel one (gpu/recurrent_backward.hpp) from the forward's group starts, or
+// with `chunk_form` the chunk-form one (gpu/chunked_vla_backward.hpp) from the forward's chunk starts.
+double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false,
+                   bool chunk_form = false) {
   using vla::gpu::check;
   const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
   vla::gpu::DeviceBuffer q(n), k(n), v(n), u(n), o(n), g(std::size_t(a.batch) * a.heads * T);  // (B, H, T, d), g (B, H, T)
@@ -93,7 +96,8 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   vla::gpu::DeviceBuffer dout, dq, dk, dv, du, dg, ws;  // (B, H, T, d) each, dg (B, H, T); ws: the backward's checkpoints
   // The chunked forward's group (its launch's choice, rounded to whole checkpoint chunks: where it leaves
   // checkpoints) and the backward's own (one wave of walks on this device).
-  const bool group_bwd = chunked && backward;
+  const bool matrix_bwd = chunked && backward && chunk_form;
+  const bool group_bwd = chunked && backward && !chunk_form;
   const int starts_every = group_bwd ? vla::gpu::chunked_vla_group_tokens(0, 0, {}, a.batch * a.heads, T, true) : 0;
   const int group_tokens = group_bwd ? vla::gpu::vla_group_backward_tokens(a.batch, a.heads, T, a.d_head) : 0;
   vla::gpu::RecurrentGrads grads;
@@ -106,10 +110,18 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
     grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
     x.checkpoints = ws.get();  // the forward writes the backward's checkpoints: the backward skips its first pass
   }
+  vla::gpu::DeviceBuffer starts;  // the chunk-form backward: the forward leaves every chunk's start state
+  if (matrix_bwd) {
+    ws = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_backward_workspace_floats(0, {}, a.batch, a.heads, T));
+    starts = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_chunk_starts_floats(a.batch, a.heads, T, 0, {}));
+    x.checkpoints = nullptr;
+  }
   return median_event_ms(a.reps, [&] {
-    if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
+    if (matrix_bwd) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, starts.get()), "chunked_vla_forward");
+    else if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
-    if (group_bwd) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
+    if (matrix_bwd) check(vla::gpu::chunked_vla_backward(x, grads, {}, 0, 0, starts.get(), ws.get()), "chunked_vla_backward");
+    else if (group_bwd) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
     else if (backward) check(vla::gpu::recurrent_backward(kind, x, grads, {}, ws.get()), "recurrent_backward");
   });
 }
@@ -181,11 +193,14 @@ void run(const BenchArgs& a) {
   const bool with_bwd = true;
   // The chunked VLA forward exists at the widths of kChunkedVlaHeads; elsewhere its column is NaN.
   const bool with_chunked = std::ranges::find(vla::gpu::kChunkedVlaHeads, a.d_head) != std::end(vla::gpu::kChunkedVlaHeads);
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>14} {:>12} {:>12} {:>12} {:>14}\n", "T", "vla ms", "vla chunked",
-             "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "chunked fwd+bwd", "lin fwd+bwd",
-             "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms");
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>14} {:>12} {:>12} {:>12} {:>14} {:>16}\n", "T", "vla ms",
+             "vla chunked", "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "chunked fwd+bwd",
+             "lin fwd+bwd", "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms", "chunk-form f+b");
+  // vla_chunked_fwdbwd_ms: the chunked forward with the group-parallel token-walk backward;
+  // vla_chunkform_fwdbwd_ms: with the chunk-form backward.
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "vla_chunked_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms",
-                           "vla_chunked_fwdbwd_ms", "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms"});
+                           "vla_chunked_fwdbwd_ms", "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms",
+                           "vla_chunkform_fwdbwd_ms"});
   std::vector<double> vla_f, vla_c, vla_fb, vla_cfb, sm_f, sm_fb;
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
@@ -197,10 +212,11 @@ void run(const BenchArgs& a) {
     const double cfb = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true, true) : nan;
     const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
     const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
+    const double mfb = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true, true, true) : nan;
     const double sm = time_softmax(a, T, false), smfb = time_softmax(a, T, true);
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>14.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g}\n",
-               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, cfb, lfb, dfb, sm, smfb);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, cfb, lfb, dfb, sm, smfb});
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>14.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>16.4g}\n",
+               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, cfb, lfb, dfb, sm, smfb, mfb);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, cfb, lfb, dfb, sm, smfb, mfb});
     vla_f.push_back(v); vla_c.push_back(vc); vla_fb.push_back(fb); vla_cfb.push_back(cfb); sm_f.push_back(sm); sm_fb.push_back(smfb);
   }
   fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {} (chunked: {}); "

@@ -1,5 +1,6 @@
 // The fused backward kernels (gpu/recurrent_backward.cu: VLA, linear attention, DeltaNet) and VLA's
-// group-parallel backward (vla_group_backward, [group-bwd]) against the core head backward in double
+// group-parallel backwards (vla_group_backward, [group-bwd]; chunked_vla_backward in the chunk form,
+// [chunk-bwd]) against the core head backward in double
 // (core/model/head.hpp: the rules' own adjoints, core/rules/<rule>/adjoint.hpp, checked against finite
 // differences of the core rules in tests/train/head_backward_test.cpp), on fresh random inputs, several
 // shapes, every output poisoned with NaN before the launch. Tagged [gpu] (and [bwd], what gpu/bwd-check.sh
@@ -9,6 +10,7 @@
 #include "core/rules/gpu_support.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
+#include "gpu/chunked_vla_backward.hpp"
 #include "gpu/chunked_vla_forward.hpp"
 #include "gpu/recurrent_backward.hpp"
 
@@ -173,6 +175,30 @@ GroupRun run_gpu_group(const Case& c, const vla::gpu::RecurrentParams& p, int gr
   vla::gpu::check(cudaDeviceSynchronize(), "vla_group_backward (sync)");
   vla::gpu::check(cudaGetLastError(), "vla_group_backward (last error)");
   return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens, starts_every};
+}
+
+// The chunk-form backward (chunked_vla_backward) after the chunked forward that leaves every chunk's start
+// state (chunk length `chunk`, 0 its default), with groups of group_tokens (0: its own choice). Outputs and
+// workspace poisoned. dq, dk, dv, du; starts_every reports the chunk length.
+GroupRun run_gpu_chunkwise(const Case& c, const vla::gpu::RecurrentParams& p, int group_tokens, int chunk = 0) {
+  using vla::gpu::DeviceBuffer;
+  const Shape s = c.s;
+  if (group_tokens == 0) group_tokens = vla::gpu::chunked_vla_backward_group_tokens(chunk, p, s.B, s.H, s.T);
+  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
+  const std::size_t n = c.in[0].size();
+  DeviceBuffer dq(n), dk(n), dv(n), du(n), o(n), starts(vla::gpu::chunked_vla_chunk_starts_floats(s.B, s.H, s.T, chunk, p)),
+      ws(vla::gpu::chunked_vla_backward_workspace_floats(chunk, p, s.B, s.H, s.T, group_tokens));
+  for (auto* b : {&dq, &dk, &dv, &du, &starts, &ws}) b->poison();
+  vla::gpu::RecurrentTensors x;
+  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
+  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
+  vla::gpu::RecurrentGrads g;
+  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
+  vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, 0, nullptr, starts.get()), "chunked_vla_forward launch");
+  vla::gpu::check(vla::gpu::chunked_vla_backward(x, g, p, chunk, group_tokens, starts.get(), ws.get()), "chunked_vla_backward launch");
+  vla::gpu::check(cudaDeviceSynchronize(), "chunked_vla_backward (sync)");
+  vla::gpu::check(cudaGetLastError(), "chunked_vla_backward (last error)");
+  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens, vla::gpu::chunked_vla_chunk(chunk, p)};
 }
 
 // Checks a group-parallel run against the double reference at the fp32 bound, every element written and
@@ -468,5 +494,87 @@ TEST_CASE("group-parallel VLA backward and the chunked forward's checkpoints ref
   CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 3) == cudaErrorInvalidValue);
   // Its own choice is rounded to a whole number: 8 segments of 20 at least.
   CHECK(vla::gpu::chunked_vla_group_tokens(0, 0, p, 1, 40, true) == 160);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);  // nothing was launched that could fail
+}
+
+TEST_CASE("chunk-form VLA backward after the chunked forward's chunk starts matches the double reference",
+          "[gpu][bwd-full][bwd][chunk-bwd][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Every chunk rebuilt from the state the forward left before it, its adjoint in matrix form; groups of one
+  // chunk up to the whole sequence, a ragged last chunk and group, chunks of 20 (the refresh period), 7 (three
+  // per segment, the last of 6), 16 and 32 without the refresh, 1 (each token a chunk).
+  struct Run { Shape s; int period, chunk; std::vector<int> groups; };
+  const std::vector<Run> runs{{{2, 3, 67, 32}, 20, 0, {20, 40, 0}},   {{1, 2, 1009, 32}, 20, 0, {20, 160, 0, 1020}},
+                              {{2, 1, 150, 32}, 20, 7, {20, 60, 0}},   {{3, 2, 150, 32}, 0, 16, {16, 48, 0}},
+                              {{1, 2, 301, 32}, 0, 32, {32, 320, 0}}, {{1, 1, 45, 32}, 0, 1, {1, 9, 0}}};
+  std::uint64_t seed = 9700;
+  for (const Run& r : runs) {
+    const Case c = random_case(r.s, seed++);
+    const auto ref = run_reference("vla", c, r.period);
+    vla::gpu::RecurrentParams p = kernel_of("vla").params;
+    p.refresh_period = r.period;
+    for (int gt : r.groups)
+      check_group("vla chunk form (refresh " + std::to_string(r.period) + ")", r.s, run_gpu_chunkwise(c, p, gt, r.chunk), ref, {});
+  }
+}
+
+TEST_CASE("chunk-form VLA backward is the same function of each sequence whatever the launch shape", "[gpu][bwd][chunk-bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // One block per (sequence, group), chains per sequence: a sequence of a (B, H) launch must equal, bit for
+  // bit, the same sequence alone. A difference is a wrong slot or chunk-start offset, or a race.
+  const Shape s{2, 2, 130, 32};
+  const Case all = random_case(s, 9800);
+  const auto p = kernel_of("vla").params;
+  const auto g_all = run_gpu_chunkwise(all, p, 40).grads;
+  const std::size_t n = std::size_t(s.T) * s.d;
+  for (std::size_t seq = 0; seq < 4; ++seq) {
+    Case one{{1, 1, s.T, s.d}, {}, {}};
+    for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
+    const auto g_one = run_gpu_chunkwise(one, p, 40).grads;
+    for (std::size_t a = 0; a < 4; ++a) {
+      INFO("seq=" << seq << " gradient " << a);
+      CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * n));
+    }
+  }
+}
+
+TEST_CASE("chunk-form VLA backward refuses what it does not implement", "[gpu][bwd][chunk-bwd]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  using vla::gpu::chunked_vla_backward;
+  vla::gpu::DeviceBuffer buf(64 * 1024);
+  vla::gpu::RecurrentTensors x;
+  x.q = x.k = x.v = x.u = x.o = buf.get();
+  x.B = 1; x.H = 1; x.T = 40; x.d = 32;
+  vla::gpu::RecurrentGrads g;
+  g.dout = g.dq = g.dk = g.dv = g.du = buf.get();
+  const vla::gpu::RecurrentParams p;  // refresh 20: groups of whole 20-token segments
+  for (int gt : {10, 30, -20}) {
+    INFO("group_tokens " << gt);
+    CHECK(chunked_vla_backward(x, g, p, 0, gt, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  }
+  for (int chunk : {-1, 33}) {
+    INFO("chunk " << chunk);
+    CHECK(chunked_vla_backward(x, g, p, chunk, 20, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  }
+  CHECK(chunked_vla_backward(x, g, p, 0, 20, nullptr, buf.get()) == cudaErrorInvalidValue);  // no chunk starts
+  CHECK(chunked_vla_backward(x, g, p, 0, 20, buf.get(), nullptr) == cudaErrorInvalidValue);  // no workspace
+  vla::gpu::RecurrentParams big_eps;
+  big_eps.eps = 2.f;  // delta_t could be clamped: the chunk form's pivots would not be Alg. 1's
+  CHECK(chunked_vla_backward(x, g, big_eps, 0, 20, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  vla::gpu::RecurrentParams no_knorm;
+  no_knorm.normalise_key = false;
+  CHECK(chunked_vla_backward(x, g, no_knorm, 0, 20, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  x.d = 16;  // compiled for d = 32
+  CHECK(chunked_vla_backward(x, g, p, 0, 20, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  x.d = 32;
+  g.du = nullptr;
+  CHECK(chunked_vla_backward(x, g, p, 0, 20, buf.get(), buf.get()) == cudaErrorInvalidValue);
+  // Its own group: whole segments, at least one.
+  for (int T : {1, 40, 5000}) {
+    const int gt = vla::gpu::chunked_vla_backward_group_tokens(0, p, 1, 1, T);
+    INFO("T " << T << ": group " << gt);
+    CHECK(gt % 20 == 0);
+    CHECK(gt >= 20);
+  }
   CHECK(cudaDeviceSynchronize() == cudaSuccess);  // nothing was launched that could fail
 }
