@@ -32,88 +32,112 @@ using group_chain::GroupArgs;
 using group_chain::kChainThreads;
 using group_chain::vla_group_chain_kernel;
 
-constexpr int D = 32;         // head width
-constexpr int RD = D + 1;     // row stride of the C x d and d x d matrices
-constexpr int kThreads = 256; // threads per walk block
+constexpr int D = 32;          // head width
+constexpr int RD = D + 1;      // row stride of the C x d and d x d matrices (odd: row and column walks hit 32 banks)
+constexpr int kThreads = 256;  // threads per walk block
+constexpr unsigned kFull = 0xffffffffu;
 
-// A view of a shared matrix: entry (i, j) at p[i rs + j cs]; t() is the transpose, the same memory.
-struct Mv {
+// A shared matrix of row stride LD, or (kT) its transpose in the same memory: entry (i, j) at p[i LD + j]
+// or p[j LD + i]. Strides are compile-time, so the products below index with constants.
+template <int LD, bool kT = false> struct View {
   float* p;
-  int rs, cs;
-  __device__ float& operator()(int i, int j) const { return p[i * rs + j * cs]; }
-  __device__ Mv t() const { return {p, cs, rs}; }
+  __device__ __forceinline__ float& operator()(int i, int j) const { return kT ? p[j * LD + i] : p[i * LD + j]; }
+  __device__ __forceinline__ View<LD, !kT> t() const { return {p}; }
 };
 
 // Which entries of a product are kept: all, j <= i (tril), or j < i (strict tril); the others are set to 0.
 enum class Tri { Full, Lower, Strict };
 __device__ __forceinline__ bool kept(Tri t, int i, int j) { return t == Tri::Full || (t == Tri::Lower ? j <= i : j < i); }
 
-// Y = alpha A B (m x n, k terms), or Y += alpha A B with acc; entries outside `tri` set to zero (acc: left
-// as they are). Y must not alias A or B. Ends with a barrier, as every step below.
-__device__ void mm(Mv Y, int m, int n, int k, Mv A, Mv B, float alpha, bool acc, Tri tri = Tri::Full) {
-  for (int e = threadIdx.x; e < m * n; e += kThreads) {
-    const int i = e / n, j = e % n;
-    if (!kept(tri, i, j)) {
-      if (!acc) Y(i, j) = 0.f;
-      continue;
+// Y = alpha A B (M x N, K terms), or Y += alpha A B with acc; entries outside `tri` set to zero (acc: left as
+// they are). Each thread computes 4 rows of one column (a B entry read once for 4 products; the A entries
+// are broadcast reads). Y must not alias A or B. No barrier: the caller ends the phase.
+template <int M, int N, int K, class YV, class AV, class BV>
+__device__ __forceinline__ void mm(YV Y, AV A, BV B, float alpha, bool acc, Tri tri = Tri::Full) {
+  static_assert(M % 4 == 0, "mm: rows in blocks of 4");
+  for (int tile = threadIdx.x; tile < (M / 4) * N; tile += kThreads) {
+    const int i0 = (tile / N) * 4, j = tile % N;
+    float s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int c = 0; c < K; ++c) {
+      const float b = B(c, j);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) s[r] = fmaf(A(i0 + r, c), b, s[r]);
     }
-    float s0 = 0.f, s1 = 0.f;  // two chains: half the dependent FMA latency
-    int c = 0;
-    for (; c + 1 < k; c += 2) {
-      s0 = fmaf(A(i, c), B(c, j), s0);
-      s1 = fmaf(A(i, c + 1), B(c + 1, j), s1);
-    }
-    if (c < k) s0 = fmaf(A(i, c), B(c, j), s0);
-    const float v = alpha * (s0 + s1);
-    Y(i, j) = acc ? Y(i, j) + v : v;
-  }
-  __syncthreads();
-}
-
-// X <- L^-1 X and X <- L^-T X for a unit lower triangular L (n x n; only its strict lower part read) and
-// X n x m, in place, one thread per column of X.
-__device__ void solve_lower(Mv L, Mv X, int n, int m) {
-  for (int j = threadIdx.x; j < m; j += kThreads)
-    for (int i = 1; i < n; ++i) {
-      float s = X(i, j);
-      for (int c = 0; c < i; ++c) s = fmaf(-L(i, c), X(c, j), s);
-      X(i, j) = s;
-    }
-  __syncthreads();
-}
-__device__ void solve_lower_t(Mv L, Mv X, int n, int m) {
-  for (int j = threadIdx.x; j < m; j += kThreads)
-    for (int i = n - 2; i >= 0; --i) {
-      float s = X(i, j);
-      for (int c = i + 1; c < n; ++c) s = fmaf(-L(c, i), X(c, j), s);
-      X(i, j) = s;
-    }
-  __syncthreads();
-}
-
-// (V1): G = L D L^T, unpivoted, right-looking, by the first warp (lane i = row i): after pivot j every row
-// i > j subtracts L_ij G_kj from its entries k in (j, i]. G (its lower part, overwritten) -> L (unit lower,
-// zero above: products read it whole) and dinv = D^-1. The pivots are Alg. 1's delta_t, clamped at eps as
-// line 13 (which cannot fire for eps <= 1 while A is SPD).
-__device__ void ldl(Mv G, Mv L, float* dinv, int n, float eps) {
-  const int i = threadIdx.x;
-  if (i < 32) {
-    if (i < n)
-      for (int k = 0; k < n; ++k) L(i, k) = k == i ? 1.f : 0.f;
-    for (int j = 0; j < n; ++j) {
-      float djj = G(j, j);
-      djj = djj >= eps ? djj : eps;
-      const float inv = 1.f / djj;
-      if (i == j) dinv[j] = inv;
-      if (i > j && i < n) {
-        const float lij = G(i, j) * inv;
-        for (int k = j + 1; k <= i; ++k) G(i, k) = fmaf(-lij, G(k, j), G(i, k));
-        L(i, j) = lij;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = i0 + r;
+      if (!kept(tri, i, j)) {
+        if (!acc) Y(i, j) = 0.f;
+      } else {
+        const float v = alpha * s[r];
+        Y(i, j) = acc ? Y(i, j) + v : v;
       }
-      __syncwarp();
     }
   }
-  __syncthreads();
+}
+
+// X <- L^-1 X and X <- L^-T X for a unit lower triangular L (CM x CM; only its strict lower part read) and
+// X CM x NC (NC <= 32), in place, by the warp of threads first.. first + 31: lane j holds column j in
+// registers, and each pivot's column updates every later row at once (independent FMAs). No barrier.
+template <int CM, int NC, class LV, class XV> __device__ __forceinline__ void solve_lower(LV L, XV X, int first) {
+  const int j = static_cast<int>(threadIdx.x) - first;
+  if (j < 0 || j >= NC) return;
+  float x[CM];
+#pragma unroll
+  for (int i = 0; i < CM; ++i) x[i] = X(i, j);
+#pragma unroll
+  for (int c = 0; c < CM; ++c)
+#pragma unroll
+    for (int i = c + 1; i < CM; ++i) x[i] = fmaf(-L(i, c), x[c], x[i]);
+#pragma unroll
+  for (int i = 0; i < CM; ++i) X(i, j) = x[i];
+}
+template <int CM, int NC, class LV, class XV> __device__ __forceinline__ void solve_lower_t(LV L, XV X, int first) {
+  const int j = static_cast<int>(threadIdx.x) - first;
+  if (j < 0 || j >= NC) return;
+  float x[CM];
+#pragma unroll
+  for (int i = 0; i < CM; ++i) x[i] = X(i, j);
+#pragma unroll
+  for (int c = CM - 1; c > 0; --c)
+#pragma unroll
+    for (int i = 0; i < c; ++i) x[i] = fmaf(-L(c, i), x[c], x[i]);
+#pragma unroll
+  for (int i = 0; i < CM; ++i) X(i, j) = x[i];
+}
+
+// (V1): G = L D L^T, unpivoted, right-looking, by the first warp, lane i holding row i in registers: after
+// pivot j every row i > j subtracts L_ij G_kj from its entries k in (j, i] (G_kj from lane k by a shuffle).
+// G's lower part -> L (unit lower, zero above: products read it whole) and dinv = D^-1. The pivots are
+// Alg. 1's delta_t, clamped at eps as line 13 (which cannot fire for eps <= 1 while A is SPD). No barrier.
+template <int CM, class GV, class LV> __device__ __forceinline__ void ldl(GV G, LV L, float* dinv, float eps) {
+  static_assert(CM <= 32, "ldl: one lane per row");
+  const int i = threadIdx.x;
+  if (i >= 32) return;
+  float gr[CM];
+#pragma unroll
+  for (int k = 0; k < CM; ++k) gr[k] = i < CM && k <= i ? G(i, k) : 0.f;
+  float inv_own = 1.f;
+#pragma unroll
+  for (int j = 0; j < CM; ++j) {
+    float djj = __shfl_sync(kFull, gr[j], j);
+    djj = djj >= eps ? djj : eps;
+    const float inv = 1.f / djj;
+    const float lij = i > j ? gr[j] * inv : 0.f;
+#pragma unroll
+    for (int k = j + 1; k < CM; ++k) {
+      const float gkj = __shfl_sync(kFull, gr[j], k);
+      if (k <= i) gr[k] = fmaf(-lij, gkj, gr[k]);
+    }
+    if (i > j) gr[j] = lij;
+    if (i == j) inv_own = inv;
+  }
+  if (i < CM) {
+#pragma unroll
+    for (int k = 0; k < CM; ++k) L(i, k) = k < i ? gr[k] : (k == i ? 1.f : 0.f);
+    dinv[i] = inv_own;
+  }
 }
 
 // x . y over a row of d entries.
@@ -127,9 +151,14 @@ __device__ __forceinline__ float row_dot(const float* x, const float* y) {
   return s0 + s1;
 }
 
+// unit(): x / ||x||, x itself where ||x|| = 0 (the zero rows that pad a chunk to CM, as core's unit()).
+__device__ __forceinline__ float unit_entry(float x, float norm) { return norm != 0.f ? x / norm : x; }
+
 enum class Walk { B1, B2, B3 };
 
-// A chunk's matrices (CM >= its rows). About 76 KB at CM = 20, 112 KB at CM = 32.
+// A chunk's matrices, CM rows: a chunk of n < CM tokens is padded with zero rows, which every step below
+// keeps zero (G's padding block is I, its L D L^T's too), so that every loop runs over compile-time CM.
+// About 76 KB at CM = 20, 117 KB at CM = 32.
 template <int CM> struct alignas(16) WalkSmem {
   float Ac[D][RD], Sc[D][RD];  // the state before the chunk (A symmetrised)
   float dS[D][RD], dA[D][RD];  // the carry: at the chunk's end on entry, at its start on exit
@@ -137,7 +166,7 @@ template <int CM> struct alignas(16) WalkSmem {
   // C x d: the chunk's rows
   float Qf[CM][RD], Kf[CM][RD], K[CM][RD], U[CM][RD];  // phi(q), phi(k), k_hat, u (lines 8-10)
   float W[CM][RD], Y[CM][RD], Ah[CM][RD], E[CM][RD];   // (V1) W = U A_c, (V2) Y, line 20's alpha_hat, (V5) E
-  float Zt[CM][RD];                                    // z_t (line 24), then dz_t, then scratch
+  float Zt[CM][RD];                                    // z_t (line 24), then z_t-bar, then scratch
   float dOn[CM][RD], dQf[CM][RD], dKf[CM][RD], F[CM][RD], dAh[CM][RD], dK[CM][RD], dY[CM][RD];
   // C x C
   float L[CM][CM + 1], N[CM][CM + 1], Pm[CM][CM + 1], LS[CM][CM + 1], M[CM][CM + 1], T1[CM][CM + 1], T2[CM][CM + 1];
@@ -152,26 +181,29 @@ struct WalkArgs {
   float eps, eta;
 };
 
+// Blocks per SM the walk kernel is compiled for: its shared memory allows 3 at CM <= 20 (76 KB each on the
+// H100's 228 KB), 1 at CM = 32, and registers are capped to match (85 per thread at 3 blocks of 256).
+template <int CM> constexpr int kWalkBlocksPerSm = CM <= 20 ? 3 : 1;
+
 template <int CM, Walk W>
-__global__ void __launch_bounds__(kThreads) walk_kernel(const RecurrentTensors x, const RecurrentGrads g, const WalkArgs wa) {
+__global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(const RecurrentTensors x, const RecurrentGrads g, const WalkArgs wa) {
   extern __shared__ __align__(16) unsigned char smem[];
   using Smem = WalkSmem<CM>;
   Smem& s = *reinterpret_cast<Smem*>(smem);
   constexpr int RC = CM + 1;
+  using Rows = View<RD>;   // C x d and d x d
+  using Sq = View<RC>;     // C x C
+  using Wide = View<CM>;   // d x C products in a C x d matrix's memory
   const int tid = threadIdx.x;
   const int seq = blockIdx.x / wa.ga.groups, grp = blockIdx.x % wa.ga.groups;
   const long long slot = static_cast<long long>(seq) * wa.ga.groups + grp;
   constexpr long long kCarry = 2LL * D * D + D;
   const long long base = static_cast<long long>(seq) * wa.T * D;
   const float u_scale = 1.f / sqrtf(static_cast<float>(D));
-  const auto cxd = [](float (&m)[CM][RD]) { return Mv{&m[0][0], RD, 1}; };
-  const auto cxc = [](float (&m)[CM][RC]) { return Mv{&m[0][0], RC, 1}; };
-  const auto dxd = [](float (&m)[D][RD]) { return Mv{&m[0][0], RD, 1}; };
-  const Mv Ac = dxd(s.Ac), Sc = dxd(s.Sc), dS = dxd(s.dS), dA = dxd(s.dA), P = dxd(s.P);
-  const Mv Qf = cxd(s.Qf), Kf = cxd(s.Kf), K = cxd(s.K), U = cxd(s.U), Wm = cxd(s.W), Y = cxd(s.Y), Ah = cxd(s.Ah), E = cxd(s.E);
-  const Mv Zt = cxd(s.Zt), dOn = cxd(s.dOn), dQf = cxd(s.dQf), dKf = cxd(s.dKf), F = cxd(s.F), dAh = cxd(s.dAh), dK = cxd(s.dK),
-           dY = cxd(s.dY);
-  const Mv L = cxc(s.L), N = cxc(s.N), Pm = cxc(s.Pm), LS = cxc(s.LS), M = cxc(s.M), T1 = cxc(s.T1), T2 = cxc(s.T2);
+  const Rows Ac{&s.Ac[0][0]}, Sc{&s.Sc[0][0]}, dS{&s.dS[0][0]}, dA{&s.dA[0][0]}, P{&s.P[0][0]};
+  const Rows Qf{&s.Qf[0][0]}, K{&s.K[0][0]}, U{&s.U[0][0]}, Wm{&s.W[0][0]}, Y{&s.Y[0][0]}, Ah{&s.Ah[0][0]}, E{&s.E[0][0]};
+  const Rows Zt{&s.Zt[0][0]}, dOn{&s.dOn[0][0]}, dQf{&s.dQf[0][0]}, F{&s.F[0][0]}, dAh{&s.dAh[0][0]}, dK{&s.dK[0][0]}, dY{&s.dY[0][0]};
+  const Sq L{&s.L[0][0]}, N{&s.N[0][0]}, Pm{&s.Pm[0][0]}, LS{&s.LS[0][0]}, M{&s.M[0][0]}, T1{&s.T1[0][0]}, T2{&s.T2[0][0]};
 
   // The carry at the group's end: zero (B1), the chains' (dS_b, dz_b) and, in B3, Sigma_b; the product from I.
   const float* carry = wa.ga.carry + slot * kCarry;
@@ -196,63 +228,73 @@ __global__ void __launch_bounds__(kThreads) walk_kernel(const RecurrentTensors x
       s.Sc[r][c] = st[e];
       s.Ac[r][c] = 0.5f * (st[D * D + e] + st[D * D + c * D + r]);
     }
-    // Lines 8-10's inputs; V into E (the residuals are computed in place), dO into dOn.
-    for (int e = tid; e < n * D; e += kThreads) {
+    // Lines 8-10's inputs (rows n.. zero); V into E (the residuals are computed in place), dO into dOn.
+    for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
       const long long at = base + static_cast<long long>(c0 + t) * D + c;
-      s.Qf[t][c] = elu_plus_one(x.q[at]);
-      s.Kf[t][c] = elu_plus_one(x.k[at]);
-      s.U[t][c] = x.u[at];
-      s.E[t][c] = x.v[at];
-      s.dOn[t][c] = g.dout[at];
+      const bool in = t < n;
+      s.Qf[t][c] = in ? elu_plus_one(x.q[at]) : 0.f;
+      s.Kf[t][c] = in ? elu_plus_one(x.k[at]) : 0.f;
+      s.U[t][c] = in ? x.u[at] : 0.f;
+      s.E[t][c] = in ? x.v[at] : 0.f;
+      s.dOn[t][c] = in ? g.dout[at] : 0.f;
     }
     __syncthreads();
-    if (tid < n) {
+    if (tid < CM) {
       s.nk[tid] = sqrtf(row_dot(s.Kf[tid], s.Kf[tid]));
       s.nu[tid] = sqrtf(row_dot(s.U[tid], s.U[tid]));
+    } else if (tid >= 32 && tid < 32 + D) {  // line 24: z_t = z_c + sum_{j <= t} phi(k_j), one thread per coordinate
+      const int c = tid - 32;
+      float z = st[2 * D * D + c];
+#pragma unroll
+      for (int t = 0; t < CM; ++t) s.Zt[t][c] = z += s.Kf[t][c];
     }
     __syncthreads();
-    for (int e = tid; e < n * D; e += kThreads) {
+    for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
-      s.K[t][c] = s.Kf[t][c] / s.nk[t];            // line 9
-      s.U[t][c] = s.U[t][c] / s.nu[t] * u_scale;  // line 10
-    }
-    for (int c = tid; c < D; c += kThreads) {  // line 24: z_t = z_c + sum_{j <= t} phi(k_j)
-      float z = st[2 * D * D + c];
-      for (int t = 0; t < n; ++t) s.Zt[t][c] = z += s.Kf[t][c];
+      s.K[t][c] = unit_entry(s.Kf[t][c], s.nk[t]);            // line 9
+      s.U[t][c] = unit_entry(s.U[t][c], s.nu[t]) * u_scale;  // line 10
     }
     __syncthreads();
 
     // The chunk's forward again, (V1)-(V5).
-    mm(Wm, n, D, D, U, Ac, 1.f, false);          // (V1) W = U A_c
-    mm(T1, n, n, D, U, Wm.t(), 1.f, false, Tri::Lower);  // G = I + U W^T (its lower part)
-    if (tid < n) s.T1[tid][tid] += 1.f;
+    mm<CM, D, D>(Wm, U, Ac, 1.f, false);  // (V1) W = U A_c
     __syncthreads();
-    ldl(T1, L, s.dinv, n, wa.eps);                // G = L D L^T
-    for (int e = tid; e < n * D; e += kThreads) s.Y[e / D][e % D] = s.W[e / D][e % D];
+    mm<CM, CM, D>(T1, U, Wm.t(), 1.f, false, Tri::Lower);  // G = I + U W^T (its lower part)
     __syncthreads();
-    solve_lower(L, Y, n, D);                      // (V2) Y = L^-1 W: rows y_t = A_{t-1} u_t
-    mm(N, n, n, D, K, Y.t(), 1.f, false, Tri::Lower);  // (V3) N = tril(K Y^T), P = N D^-1
-    for (int e = tid; e < n * n; e += kThreads) s.Pm[e / n][e % n] = s.N[e / n][e % n] * s.dinv[e % n];
+    if (tid < CM) s.T1[tid][tid] += 1.f;
     __syncthreads();
-    mm(Ah, n, D, D, K, Ac, 1.f, false);           // Alpha = K A_c - P Y (+ shift k_hat on the last row)
-    mm(Ah, n, D, n, Pm, Y, -1.f, true);
+    ldl<CM>(T1, L, s.dinv, wa.eps);  // G = L D L^T
+    for (int e = tid; e < CM * D; e += kThreads) s.Y[e / D][e % D] = s.W[e / D][e % D];
+    __syncthreads();
+    solve_lower<CM, D>(L, Y, 0);  // (V2) Y = L^-1 W: rows y_t = A_{t-1} u_t
+    mm<CM, D, D>(Ah, K, Ac, 1.f, false);  // Alpha = K A_c - P Y (+ shift k_hat on the last row), first K A_c
+    __syncthreads();
+    mm<CM, CM, D>(N, K, Y.t(), 1.f, false, Tri::Lower);  // (V3) N = tril(K Y^T), P = N D^-1
+    __syncthreads();
+    for (int e = tid; e < CM * CM; e += kThreads) s.Pm[e / CM][e % CM] = s.N[e / CM][e % CM] * s.dinv[e % CM];
+    __syncthreads();
+    mm<CM, D, CM>(Ah, Pm, Y, -1.f, true);
+    __syncthreads();
     if (shift != 0.f)
       for (int c = tid; c < D; c += kThreads) s.Ah[n - 1][c] = fmaf(shift, s.K[n - 1][c], s.Ah[n - 1][c]);
     __syncthreads();
-    if (tid < n) s.na[tid] = sqrtf(row_dot(s.Ah[tid], s.Ah[tid]));
+    if (tid < CM) s.na[tid] = sqrtf(row_dot(s.Ah[tid], s.Ah[tid]));
     __syncthreads();
-    for (int e = tid; e < n * D; e += kThreads) s.Ah[e / D][e % D] /= s.na[e / D];  // line 20
+    for (int e = tid; e < CM * D; e += kThreads) s.Ah[e / D][e % D] = unit_entry(s.Ah[e / D][e % D], s.na[e / D]);  // line 20
     __syncthreads();
-    mm(LS, n, n, D, K, Ah.t(), 1.f, false, Tri::Strict);  // (V5) L_S = strict tril(K Alpha_hat^T)
-    mm(E, n, D, D, K, Sc.t(), -1.f, true);                // E = (I + L_S)^-1 (V - K S_c^T)
-    solve_lower(LS, E, n, D);
-    mm(M, n, n, D, Qf, Ah.t(), 1.f, false, Tri::Lower);   // M = tril(Q Alpha_hat^T)
-    mm(dQf, n, D, D, Qf, Sc.t(), 1.f, false);             // O~ = Q S_c^T + M E (in dQf until (A1) has read it)
-    mm(dQf, n, D, n, M, E, 1.f, true);
+    mm<CM, CM, D>(LS, K, Ah.t(), 1.f, false, Tri::Strict);  // (V5) L_S = strict tril(K Alpha_hat^T)
+    mm<CM, D, D>(E, K, Sc.t(), -1.f, true);                 // E = (I + L_S)^-1 (V - K S_c^T)
+    mm<CM, CM, D>(M, Qf, Ah.t(), 1.f, false, Tri::Lower);   // M = tril(Q Alpha_hat^T)
+    mm<CM, D, D>(dQf, Qf, Sc.t(), 1.f, false);              // O~ = Q S_c^T + M E (in dQf until (A1) has read it)
+    __syncthreads();
+    solve_lower<CM, D>(LS, E, 0);
+    __syncthreads();
+    mm<CM, D, CM>(dQf, M, E, 1.f, true);
+    __syncthreads();
 
     // (A1) the read o_t = O~_t / den_t, den_t = max(phi(q_t) . z_t, eps): the floor has no gradient.
-    if (tid < n) {
+    if (tid < CM) {
       const float qz = row_dot(s.Qf[tid], s.Zt[tid]);
       const bool floored = qz < wa.eps;
       const float den = floored ? wa.eps : qz;
@@ -260,127 +302,149 @@ __global__ void __launch_bounds__(kThreads) walk_kernel(const RecurrentTensors x
       s.dden[tid] = floored ? 0.f : -row_dot(s.dOn[tid], s.dQf[tid]) / (den * den);
     }
     __syncthreads();
-    for (int e = tid; e < n * D; e += kThreads) {
+    for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
       s.dOn[t][c] /= s.den[t];
       s.dQf[t][c] = s.dden[t] * s.Zt[t][c];
       s.Zt[t][c] = s.dden[t] * s.Qf[t][c];  // z_t-bar
     }
     __syncthreads();
-    for (int c = tid; c < D; c += kThreads) {  // phi(k_j)-bar = dz + sum_{t >= j} z_t-bar; z_c-bar likewise
+    if (tid >= kThreads - D) {  // phi(k_j)-bar = dz + sum_{t >= j} z_t-bar; z_c-bar likewise (the last warp)
+      const int c = tid - (kThreads - D);
       float dz = s.dz[c];
-      for (int t = n - 1; t >= 0; --t) s.dKf[t][c] = dz += s.Zt[t][c];
+#pragma unroll
+      for (int t = CM - 1; t >= 0; --t) s.dKf[t][c] = dz += s.Zt[t][c];
       s.dz[c] = dz;
     }
     // (A2) E-bar = M^T dO~ + Alpha_hat dS^T (into F, solved in place in (A3)).
-    mm(F, n, D, n, M.t(), dOn, 1.f, false);
-    mm(F, n, D, D, Ah, dS.t(), 1.f, true);
+    mm<CM, D, CM>(F, M.t(), dOn, 1.f, false);
+    mm<CM, D, D>(F, Ah, dS.t(), 1.f, true);
     if constexpr (W != Walk::B1) {
-      mm(dQf, n, D, D, dOn, Sc, 1.f, true);                 // Q-bar += dO~ S_c
-      mm(T1, n, n, D, dOn, E.t(), 1.f, false, Tri::Lower);  // M-bar = tril(dO~ E^T)
-      mm(dQf, n, D, n, T1, Ah, 1.f, true);                  // Q-bar += M-bar Alpha_hat
-      mm(dAh, n, D, n, T1.t(), Qf, 1.f, false);             // Alpha_hat-bar = M-bar^T Q + E dS
-      mm(dAh, n, D, D, E, dS, 1.f, true);
+      mm<CM, D, D>(dQf, dOn, Sc, 1.f, true);                    // Q-bar += dO~ S_c
+      mm<CM, CM, D>(T1, dOn, E.t(), 1.f, false, Tri::Lower);    // M-bar = tril(dO~ E^T)
+      mm<CM, D, D>(dAh, E, dS, 1.f, false);                     // Alpha_hat-bar = E dS + M-bar^T Q
     }
-    mm(dS, D, D, n, dOn.t(), Qf, 1.f, true);  // S_c-bar = dS + dO~^T Q (after every read of dS above) ...
+    __syncthreads();
+    mm<D, D, CM>(dS, dOn.t(), Qf, 1.f, true);  // S_c-bar = dS + dO~^T Q (after every read of dS above) ...
+    if constexpr (W != Walk::B1) {
+      mm<CM, D, CM>(dQf, T1, Ah, 1.f, true);     // Q-bar += M-bar Alpha_hat
+      mm<CM, D, CM>(dAh, T1.t(), Qf, 1.f, true);
+    }
+    if constexpr (W == Walk::B1)  // X = (I + L_S)^-1 K for R_c (in dK), beside (A3)'s solve
+      for (int e = tid; e < CM * D; e += kThreads) s.dK[e / D][e % D] = s.K[e / D][e % D];
+    __syncthreads();
     // (A3) (I + L_S) E = V - K S_c^T: F = (I + L_S)^-T E-bar.
-    solve_lower_t(LS, F, n, D);
-    mm(dS, D, D, n, F.t(), K, -1.f, true);    // ... - F^T K
+    solve_lower_t<CM, D>(LS, F, 0);
+    if constexpr (W == Walk::B1) solve_lower<CM, D>(LS, dK, 32);
+    __syncthreads();
+    mm<D, D, CM>(dS, F.t(), K, -1.f, true);  // ... - F^T K
     if constexpr (W == Walk::B1) {
-      // R_g <- R_g R_c, R_c = I - Alpha_hat^T X with X = (I + L_S)^-1 K (into dK): R_g - (R_g Alpha_hat^T) X,
-      // R_g Alpha_hat^T (d x n) in dY's memory.
-      for (int e = tid; e < n * D; e += kThreads) s.dK[e / D][e % D] = s.K[e / D][e % D];
+      // R_g <- R_g R_c, R_c = I - Alpha_hat^T X: R_g - (R_g Alpha_hat^T) X, R_g Alpha_hat^T (d x C) in dY's memory.
+      const Wide PA{&s.dY[0][0]};
+      mm<D, CM, D>(PA, P, Ah.t(), 1.f, false);
       __syncthreads();
-      solve_lower(LS, dK, n, D);
-      const Mv PA{&s.dY[0][0], CM, 1};
-      mm(PA, D, n, D, P, Ah.t(), 1.f, false);
-      mm(P, D, D, n, PA, dK, -1.f, true);
+      mm<D, D, CM>(P, PA, dK, -1.f, true);
       continue;
     }
-    mm(T1, n, n, D, F, E.t(), -1.f, false, Tri::Strict);  // L_S-bar = -strict tril(F E^T)
-    mm(dK, n, D, n, T1, Ah, 1.f, false);                  // K-bar = L_S-bar Alpha_hat - F S_c
-    mm(dK, n, D, D, F, Sc, -1.f, true);
-    mm(dAh, n, D, n, T1.t(), K, 1.f, true);               // Alpha_hat-bar += L_S-bar^T K
+    mm<CM, CM, D>(T2, F, E.t(), -1.f, false, Tri::Strict);  // L_S-bar = -strict tril(F E^T) (T2: T1 is still read)
+    mm<CM, D, D>(dK, F, Sc, -1.f, false);                   // K-bar = -F S_c + L_S-bar Alpha_hat
     if constexpr (W == Walk::B3)
       for (int e = tid; e < n * D; e += kThreads) {
         const int t = e / D, c = e % D;
         g.dv[base + static_cast<long long>(c0 + t) * D + c] = s.F[t][c];  // V-bar = F
       }
-    // (A4) line 20 row by row: Alpha-bar_t = (Alpha_hat-bar_t - alpha_hat_t (alpha_hat_t . Alpha_hat-bar_t)) / ||alpha_t||
-    // (in dAh), then Alpha = K A_c - P Y.
-    if (tid < n) s.rd[tid] = row_dot(s.Ah[tid], s.dAh[tid]);
     __syncthreads();
-    for (int e = tid; e < n * D; e += kThreads) {
+    mm<CM, D, CM>(dK, T2, Ah, 1.f, true);
+    mm<CM, D, CM>(dAh, T2.t(), K, 1.f, true);  // Alpha_hat-bar += L_S-bar^T K
+    __syncthreads();
+    // (A4) line 20 row by row: Alpha-bar_t = (Alpha_hat-bar_t - alpha_hat_t (alpha_hat_t . Alpha_hat-bar_t)) /
+    // ||alpha_t|| (in dAh), then Alpha = K A_c - P Y.
+    if (tid < CM) s.rd[tid] = row_dot(s.Ah[tid], s.dAh[tid]);
+    __syncthreads();
+    for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
       if (s.na[t] != 0.f) s.dAh[t][c] = (s.dAh[t][c] - s.Ah[t][c] * s.rd[t]) / s.na[t];
     }
     __syncthreads();
-    mm(dK, n, D, D, dAh, Ac, 1.f, true);  // K-bar += Alpha-bar A_c (+ shift Alpha-bar on the last row)
+    mm<CM, D, D>(dK, dAh, Ac, 1.f, true);                     // K-bar += Alpha-bar A_c (+ shift Alpha-bar on the last row)
+    mm<CM, CM, D>(T1, dAh, Y.t(), -1.f, false, Tri::Lower);   // P-bar = -tril(Alpha-bar Y^T)
+    mm<CM, D, CM>(dY, Pm.t(), dAh, -1.f, false);              // Y-bar = -P^T Alpha-bar
+    mm<CM, D, D>(Zt, Y, dA, 1.f, false);                      // Y (dA + dA^T) for (A5), in Zt's memory
+    __syncthreads();
     if (shift != 0.f)
       for (int c = tid; c < D; c += kThreads) s.dK[n - 1][c] = fmaf(shift, s.dAh[n - 1][c], s.dK[n - 1][c]);
-    mm(T2, n, n, D, dAh, Y.t(), -1.f, false, Tri::Lower);  // P-bar = -tril(Alpha-bar Y^T)
-    mm(dY, n, D, n, Pm.t(), dAh, -1.f, false);             // Y-bar = -P^T Alpha-bar
     // (D^-1)-bar_j = sum_t P-bar_tj N_tj, then N-bar = P-bar D^-1 in place, one thread per column.
-    for (int j = tid; j < n; j += kThreads) {
+    for (int j = tid; j < CM; j += kThreads) {
       float sd = 0.f;
-      for (int t = 0; t < n; ++t) sd = fmaf(s.T2[t][j], s.N[t][j], sd);
+#pragma unroll
+      for (int t = 0; t < CM; ++t) sd = fmaf(s.T1[t][j], s.N[t][j], sd);
       s.ddinv[j] = sd;
-      for (int t = 0; t < n; ++t) s.T2[t][j] *= s.dinv[j];
+#pragma unroll
+      for (int t = 0; t < CM; ++t) s.T1[t][j] *= s.dinv[j];
     }
+    mm<CM, D, D>(Zt, Y, dA.t(), 1.f, true);
     __syncthreads();
-    mm(dK, n, D, n, T2, Y, 1.f, true);        // K-bar += N-bar Y
-    mm(dY, n, D, n, T2.t(), K, 1.f, true);    // Y-bar += N-bar^T K
+    mm<CM, D, CM>(dK, T1, Y, 1.f, true);      // K-bar += N-bar Y
+    mm<CM, D, CM>(dY, T1.t(), K, 1.f, true);  // Y-bar += N-bar^T K
+    __syncthreads();
     // (A5) A' = A_c - Y^T D^-1 Y: Y-bar -= D^-1 Y (dA + dA^T), (D^-1)-bar_j -= y_j^T dA y_j (= half of
-    // y_j . (Y (dA + dA^T))_j), with Y (dA + dA^T) in Zt's memory.
-    mm(Zt, n, D, D, Y, dA, 1.f, false);
-    mm(Zt, n, D, D, Y, dA.t(), 1.f, true);
-    if (tid < n) {
-      s.ddinv[tid] -= 0.5f * row_dot(s.Zt[tid], s.Y[tid]);
-      for (int c = 0; c < D; ++c) s.dY[tid][c] = fmaf(-s.dinv[tid], s.Zt[tid][c], s.dY[tid][c]);
+    // y_j . (Y (dA + dA^T))_j).
+    if (tid < CM) s.ddinv[tid] -= 0.5f * row_dot(s.Zt[tid], s.Y[tid]);
+    for (int e = tid; e < CM * D; e += kThreads) {
+      const int t = e / D, c = e % D;
+      s.dY[t][c] = fmaf(-s.dinv[t], s.Zt[t][c], s.dY[t][c]);
     }
     __syncthreads();
-    mm(dA, D, D, n, K.t(), dAh, 1.f, true);  // A_c-bar = dA + K^T Alpha-bar (after (A5)'s reads of dA) ...
+    mm<D, D, CM>(dA, K.t(), dAh, 1.f, true);  // A_c-bar = dA + K^T Alpha-bar (after (A5)'s reads of dA) ...
+    if constexpr (W == Walk::B2)  // L^-1 U for Phi_c, in F's memory (F is spent)
+      for (int e = tid; e < CM * D; e += kThreads) s.F[e / D][e % D] = s.U[e / D][e % D];
+    __syncthreads();
+    // (A6) Y = L^-1 W: W-bar = L^-T Y-bar (in dY), beside (B2) L^-1 U.
+    solve_lower_t<CM, D>(L, dY, 0);
+    if constexpr (W == Walk::B2) solve_lower<CM, D>(L, F, 32);
+    __syncthreads();
+    mm<CM, CM, D>(T1, dY, Y.t(), -1.f, false, Tri::Strict);  // L-bar = -strict tril(W-bar Y^T)
     if constexpr (W == Walk::B2) {
-      // Phi_g <- Phi_g Phi_c, Phi_c = I - Y^T D^-1 (L^-1 U): Phi_g - (Phi_g Y^T D^-1) (L^-1 U), L^-1 U in F's
-      // memory (F is spent), Phi_g Y^T D^-1 (d x n) in Qf's (so is Q).
-      for (int e = tid; e < n * D; e += kThreads) s.F[e / D][e % D] = s.U[e / D][e % D];
+      // Phi_g <- Phi_g Phi_c, Phi_c = I - Y^T D^-1 (L^-1 U): Phi_g - (Phi_g Y^T D^-1) (L^-1 U), Phi_g Y^T
+      // (d x C) in Qf's memory (Q is spent).
+      const Wide PY{&s.Qf[0][0]};
+      mm<D, CM, D>(PY, P, Y.t(), 1.f, false);
       __syncthreads();
-      solve_lower(L, F, n, D);
-      const Mv PY{&s.Qf[0][0], CM, 1};
-      mm(PY, D, n, D, P, Y.t(), 1.f, false);
-      for (int e = tid; e < D * n; e += kThreads) PY(e / n, e % n) *= s.dinv[e % n];
+      for (int e = tid; e < D * CM; e += kThreads) PY(e / CM, e % CM) *= s.dinv[e % CM];
       __syncthreads();
-      mm(P, D, D, n, PY, F, -1.f, true);
+      mm<D, D, CM>(P, PY, F, -1.f, true);
     }
-    // (A6) Y = L^-1 W: W-bar = L^-T Y-bar (in dY), L-bar = -strict tril(W-bar Y^T) (T1).
-    solve_lower_t(L, dY, n, D);
-    mm(T1, n, n, D, dY, Y.t(), -1.f, false, Tri::Strict);
+    __syncthreads();
     // Z = strict tril(L^T L-bar D^-1) + diag(D-bar), D-bar = -(D^-1)-bar D^-2 (T2).
-    mm(T2, n, n, n, L.t(), T1, 1.f, false, Tri::Strict);
-    for (int e = tid; e < n * n; e += kThreads) {
-      const int i = e / n, j = e % n;
+    mm<CM, CM, CM>(T2, L.t(), T1, 1.f, false, Tri::Strict);
+    __syncthreads();
+    for (int e = tid; e < CM * CM; e += kThreads) {
+      const int i = e / CM, j = e % CM;
       if (i == j) s.T2[i][j] = -s.ddinv[j] * s.dinv[j] * s.dinv[j];
       else s.T2[i][j] *= s.dinv[j];
     }
     __syncthreads();
     // G-bar = L^-T Z L^-1: X = L^-T (L^-T Z)^T, G-bar = X^T; only sym(G-bar) reaches anything (G is symmetric).
-    solve_lower_t(L, T2, n, n);
-    for (int e = tid; e < n * n; e += kThreads) s.T1[e / n][e % n] = s.T2[e % n][e / n];
+    solve_lower_t<CM, CM>(L, T2, 0);
     __syncthreads();
-    solve_lower_t(L, T1, n, n);
-    for (int e = tid; e < n * n; e += kThreads) {
-      const int i = e / n, j = e % n;
-      s.T2[i][j] = 0.5f * (s.T1[i][j] + s.T1[j][i]);  // sym(G-bar)
+    solve_lower_t<CM, CM>(L, T2.t(), 0);  // in place on the transpose: T2 = X^T = G-bar
+    __syncthreads();
+    for (int e = tid; e < CM * CM; e += kThreads) {
+      const int i = e / CM, j = e % CM;
+      s.T1[i][j] = 0.5f * (s.T2[i][j] + s.T2[j][i]);  // sym(G-bar)
     }
     __syncthreads();
     // G = I + U A_c U^T, W = U A_c: U-bar = 2 sym(G-bar) W + W-bar A_c (in Zt), A_c-bar += U^T (sym(G-bar) U + W-bar).
-    mm(Zt, n, D, n, T2, Wm, 2.f, false);
-    mm(Zt, n, D, D, dY, Ac, 1.f, true);
-    mm(dY, n, D, n, T2, U, 1.f, true);
-    mm(dA, D, D, n, U.t(), dY, 1.f, true);
+    mm<CM, D, CM>(Zt, T1, Wm, 2.f, false);
+    __syncthreads();
+    mm<CM, D, D>(Zt, dY, Ac, 1.f, true);
+    __syncthreads();
+    mm<CM, D, CM>(dY, T1, U, 1.f, true);
+    __syncthreads();
+    mm<D, D, CM>(dA, U.t(), dY, 1.f, true);
     if constexpr (W == Walk::B3) {
       // (A7) the rows: lines 8-10's adjoints (unit' of k_hat and u, phi' of q and k).
-      if (tid < n) {
+      if (tid < CM) {
         s.rd[tid] = row_dot(s.U[tid], s.Zt[tid]) / u_scale;  // u_hat . U-bar
         s.ddinv[tid] = row_dot(s.K[tid], s.dK[tid]);        // k_hat . K-bar
       }
@@ -414,6 +478,7 @@ __global__ void __launch_bounds__(kThreads) walk_kernel(const RecurrentTensors x
     }
   }
 }
+
 
 template <int CM, Walk W> cudaError_t launch_walk(const RecurrentTensors& x, const RecurrentGrads& g, const WalkArgs& wa, cudaStream_t st) {
   constexpr int bytes = static_cast<int>(sizeof(WalkSmem<CM>));

@@ -25,6 +25,23 @@ step "sanitizers"
 sanitize memcheck "[chunk-bwd]" "$OUT/memcheck.log"
 sanitize racecheck "chunk-form VLA backward is the same function*" "$OUT/racecheck.log"
 
+if [ -n "${CB_NCU:-}" ]; then  # per-kernel time of the chunk-form backward at T = CB_NCU (Nsight Compute, locked clocks)
+  step "ncu at T = $CB_NCU"
+  ncu --metrics gpu__time_duration.sum -k regex:"walk_kernel|group_chain" --csv "$BUILD/bin/vla" bench attention --device cuda \
+    --T "$CB_NCU" --batch 8 --heads 4 --d-head 32 --reps 1 > "$OUT/ncu.csv" 2> "$OUT/ncu.err" || echo "ncu failed (see ncu.err)"
+  python3 - "$OUT/ncu.csv" <<'PY'
+import csv, sys, re, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; k = head.index("Kernel Name"); v = head.index("Metric Value"); u = head.index("Metric Unit")
+t = collections.defaultdict(list)
+for r in rows[1:]:
+    name = r[k].replace("(anonymous namespace)::", "").replace("vla::gpu::", "").replace("group_chain::", "")
+    name = re.sub(r"\(.*", "", name).replace("void ", "")
+    t[name].append(float(r[v].replace(",", "")) * (1e-3 if r[u] == "nsecond" else 1.0))
+for n, xs in t.items(): print(f"{n:60s} runs {len(xs):3d}  median {sorted(xs)[len(xs)//2]:9.1f} us")
+PY
+fi
+
 step "benchmark"
 bench_attention 8 4 32 "${CB_T:-4096,16384,65536}" "${CB_REPS:-5}" "$OUT/chunk-bwd-bench-8-4-32.csv"
 step "done (status $status)"
