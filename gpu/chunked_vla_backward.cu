@@ -10,9 +10,12 @@
 //       R_c = I - Alpha_hat^T (I + L_S)^-1 K (dS_start = dS_end R_c + the chunk's own terms)
 //   C1  the true (dS, dz) at every group's end
 //   B2  from (dS_b, dz_b, 0): the whole adjoint, leaving sym(dA^0_a), and Phi_g <- Phi_g Phi_c with
-//       Phi_c = I - Y^T D^-1 L^-1 U (= F_n ... F_1 of the token adjoint: A' = Phi_c A_c before the refresh)
+//       Phi_c = I - Y^T D^-1 L^-1 U (= F_n ... F_1 of the token adjoint: A' = Phi_c A_c before the refresh);
+//       writes the chunk's rows of dq, dk, dv (final: dA reaches only du) and its U-bar so far into du's
 //   C2  the true Sigma = sym(dA) at every group's end
-//   B3  from (dS_b, dz_b, Sigma_b): the whole adjoint, writing the chunk's rows of dq, dk, dv, du
+//   B3  from Sigma_b alone: the adjoint is linear in the carry and dA is read only by (A5), so the part of
+//       dA that Sigma_b adds is walked by (V1), (V2), (A5), (A6) alone; its U-bar added to B2's, line 10's
+//       adjoint gives du
 // A chunk's matrices live in shared memory (row stride d + 1 or C + 1: a row walk and a column walk both hit
 // 32 banks); each step is a block-wide loop over the entries of its result (mm: one entry per thread per
 // pass) or, for the triangular solves and the L D L^T, over the columns, ending with a barrier. Every
@@ -194,6 +197,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
   using Rows = View<RD>;   // C x d and d x d
   using Sq = View<RC>;     // C x C
   using Wide = View<CM>;   // d x C products in a C x d matrix's memory
+  constexpr bool kWhole = W != Walk::B3;  // the chunk's whole forward again (B3 needs only (V1), (V2))
   const int tid = threadIdx.x;
   const int seq = blockIdx.x / wa.ga.groups, grp = blockIdx.x % wa.ga.groups;
   const long long slot = static_cast<long long>(seq) * wa.ga.groups + grp;
@@ -215,6 +219,58 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
   }
   for (int c = tid; c < D; c += kThreads) s.dz[c] = W == Walk::B1 ? 0.f : carry[2 * D * D + c];
 
+  // (A6) from Y-bar (in dY) and (D^-1)-bar (ddinv), after a barrier: U-bar into Zt, A_c-bar's terms into dA, and
+  // in B2 Phi_g <- Phi_g Phi_c. Shared by B2's whole adjoint and B3's adjoint of the carried Sigma alone.
+  const auto adjoint_factor = [&]() {
+    if constexpr (W == Walk::B2) {  // L^-1 U for Phi_c, in F's memory (F is spent)
+      for (int e = tid; e < CM * D; e += kThreads) s.F[e / D][e % D] = s.U[e / D][e % D];
+      __syncthreads();
+    }
+    // (A6) Y = L^-1 W: W-bar = L^-T Y-bar (in dY), beside (B2) L^-1 U.
+    solve_lower_t<CM, D>(L, dY, 0);
+    if constexpr (W == Walk::B2) solve_lower<CM, D>(L, F, 32);
+    __syncthreads();
+    mm<CM, CM, D>(T1, dY, Y.t(), -1.f, false, Tri::Strict);  // L-bar = -strict tril(W-bar Y^T)
+    if constexpr (W == Walk::B2) {
+      // Phi_g <- Phi_g Phi_c, Phi_c = I - Y^T D^-1 (L^-1 U): Phi_g - (Phi_g Y^T D^-1) (L^-1 U), Phi_g Y^T
+      // (d x C) in Qf's memory (Q is spent).
+      const Wide PY{&s.Qf[0][0]};
+      mm<D, CM, D>(PY, P, Y.t(), 1.f, false);
+      __syncthreads();
+      for (int e = tid; e < D * CM; e += kThreads) PY(e / CM, e % CM) *= s.dinv[e % CM];
+      __syncthreads();
+      mm<D, D, CM>(P, PY, F, -1.f, true);
+    }
+    __syncthreads();
+    // Z = strict tril(L^T L-bar D^-1) + diag(D-bar), D-bar = -(D^-1)-bar D^-2 (T2).
+    mm<CM, CM, CM>(T2, L.t(), T1, 1.f, false, Tri::Strict);
+    __syncthreads();
+    for (int e = tid; e < CM * CM; e += kThreads) {
+      const int i = e / CM, j = e % CM;
+      if (i == j) s.T2[i][j] = -s.ddinv[j] * s.dinv[j] * s.dinv[j];
+      else s.T2[i][j] *= s.dinv[j];
+    }
+    __syncthreads();
+    // G-bar = L^-T Z L^-1: X = L^-T (L^-T Z)^T, G-bar = X^T; only sym(G-bar) reaches anything (G is symmetric).
+    solve_lower_t<CM, CM>(L, T2, 0);
+    __syncthreads();
+    solve_lower_t<CM, CM>(L, T2.t(), 0);  // in place on the transpose: T2 = X^T = G-bar
+    __syncthreads();
+    for (int e = tid; e < CM * CM; e += kThreads) {
+      const int i = e / CM, j = e % CM;
+      s.T1[i][j] = 0.5f * (s.T2[i][j] + s.T2[j][i]);  // sym(G-bar)
+    }
+    __syncthreads();
+    // G = I + U A_c U^T, W = U A_c: U-bar = 2 sym(G-bar) W + W-bar A_c (in Zt), A_c-bar += U^T (sym(G-bar) U + W-bar).
+    mm<CM, D, CM>(Zt, T1, Wm, 2.f, false);
+    __syncthreads();
+    mm<CM, D, D>(Zt, dY, Ac, 1.f, true);
+    __syncthreads();
+    mm<CM, D, CM>(dY, T1, U, 1.f, true);
+    __syncthreads();
+    mm<D, D, CM>(dA, U.t(), dY, 1.f, true);
+  };
+
   const int t0 = grp * wa.group_tokens, t1 = min(wa.T, t0 + wa.group_tokens);
   const int i_first = chunk_of(t0, wa.C, wa.period), i_last = chunk_of(t1 - 1, wa.C, wa.period);
   for (int ci = i_last; ci >= i_first; --ci) {
@@ -225,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     const float* st = wa.starts + (static_cast<long long>(seq) * wa.chunks + ci) * backward_slot_floats(D);
     for (int e = tid; e < D * D; e += kThreads) {
       const int r = e / D, c = e % D;
-      s.Sc[r][c] = st[e];
+      if constexpr (kWhole) s.Sc[r][c] = st[e];
       s.Ac[r][c] = 0.5f * (st[D * D + e] + st[D * D + c * D + r]);
     }
     // Lines 8-10's inputs (rows n.. zero); V into E (the residuals are computed in place), dO into dOn.
@@ -233,17 +289,19 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
       const int t = e / D, c = e % D;
       const long long at = base + static_cast<long long>(c0 + t) * D + c;
       const bool in = t < n;
-      s.Qf[t][c] = in ? elu_plus_one(x.q[at]) : 0.f;
-      s.Kf[t][c] = in ? elu_plus_one(x.k[at]) : 0.f;
       s.U[t][c] = in ? x.u[at] : 0.f;
-      s.E[t][c] = in ? x.v[at] : 0.f;
-      s.dOn[t][c] = in ? g.dout[at] : 0.f;
+      if constexpr (kWhole) {
+        s.Qf[t][c] = in ? elu_plus_one(x.q[at]) : 0.f;
+        s.Kf[t][c] = in ? elu_plus_one(x.k[at]) : 0.f;
+        s.E[t][c] = in ? x.v[at] : 0.f;
+        s.dOn[t][c] = in ? g.dout[at] : 0.f;
+      }
     }
     __syncthreads();
     if (tid < CM) {
-      s.nk[tid] = sqrtf(row_dot(s.Kf[tid], s.Kf[tid]));
+      if constexpr (kWhole) s.nk[tid] = sqrtf(row_dot(s.Kf[tid], s.Kf[tid]));
       s.nu[tid] = sqrtf(row_dot(s.U[tid], s.U[tid]));
-    } else if (tid >= 32 && tid < 32 + D) {  // line 24: z_t = z_c + sum_{j <= t} phi(k_j), one thread per coordinate
+    } else if (kWhole && tid >= 32 && tid < 32 + D) {  // line 24: z_t = z_c + sum_{j <= t} phi(k_j), one thread per coordinate
       const int c = tid - 32;
       float z = st[2 * D * D + c];
 #pragma unroll
@@ -252,7 +310,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     __syncthreads();
     for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
-      s.K[t][c] = unit_entry(s.Kf[t][c], s.nk[t]);            // line 9
+      if constexpr (kWhole) s.K[t][c] = unit_entry(s.Kf[t][c], s.nk[t]);  // line 9
       s.U[t][c] = unit_entry(s.U[t][c], s.nu[t]) * u_scale;  // line 10
     }
     __syncthreads();
@@ -268,6 +326,32 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     for (int e = tid; e < CM * D; e += kThreads) s.Y[e / D][e % D] = s.W[e / D][e % D];
     __syncthreads();
     solve_lower<CM, D>(L, Y, 0);  // (V2) Y = L^-1 W: rows y_t = A_{t-1} u_t
+    if constexpr (W == Walk::B3) {
+      // The adjoint of the carried Sigma alone (dA = B2's + Sigma's, and only (A5) reads dA): (A5) with dA, then
+      // (A6); du = line 10's adjoint of B2's U-bar plus this one.
+      __syncthreads();
+      mm<CM, D, D>(Zt, Y, dA, 1.f, false);  // Y (dA + dA^T) in Zt (the same thread owns an entry in both)
+      mm<CM, D, D>(Zt, Y, dA.t(), 1.f, true);
+      __syncthreads();
+      if (tid < CM) s.ddinv[tid] = -0.5f * row_dot(s.Zt[tid], s.Y[tid]);
+      for (int e = tid; e < CM * D; e += kThreads) s.dY[e / D][e % D] = -s.dinv[e / D] * s.Zt[e / D][e % D];
+      __syncthreads();
+      adjoint_factor();
+      for (int e = tid; e < n * D; e += kThreads) {
+        const int t = e / D, c = e % D;
+        s.Zt[t][c] += g.du[base + static_cast<long long>(c0 + t) * D + c];
+      }
+      __syncthreads();
+      if (tid < CM) s.rd[tid] = row_dot(s.U[tid], s.Zt[tid]) / u_scale;  // u_hat . U-bar
+      __syncthreads();
+      for (int e = tid; e < n * D; e += kThreads) {
+        const int t = e / D, c = e % D;
+        const float uh = s.U[t][c] / u_scale;
+        g.du[base + static_cast<long long>(c0 + t) * D + c] =
+            s.nu[t] == 0.f ? s.Zt[t][c] * u_scale : (s.Zt[t][c] - uh * s.rd[t]) / s.nu[t] * u_scale;
+      }
+      continue;
+    }
     mm<CM, D, D>(Ah, K, Ac, 1.f, false);  // Alpha = K A_c - P Y (+ shift k_hat on the last row), first K A_c
     __syncthreads();
     mm<CM, CM, D>(N, K, Y.t(), 1.f, false, Tri::Lower);  // (V3) N = tril(K Y^T), P = N D^-1
@@ -348,7 +432,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     }
     mm<CM, CM, D>(T2, F, E.t(), -1.f, false, Tri::Strict);  // L_S-bar = -strict tril(F E^T) (T2: T1 is still read)
     mm<CM, D, D>(dK, F, Sc, -1.f, false);                   // K-bar = -F S_c + L_S-bar Alpha_hat
-    if constexpr (W == Walk::B3)
+    if constexpr (W == Walk::B2)
       for (int e = tid; e < n * D; e += kThreads) {
         const int t = e / D, c = e % D;
         g.dv[base + static_cast<long long>(c0 + t) * D + c] = s.F[t][c];  // V-bar = F
@@ -396,67 +480,19 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     }
     __syncthreads();
     mm<D, D, CM>(dA, K.t(), dAh, 1.f, true);  // A_c-bar = dA + K^T Alpha-bar (after (A5)'s reads of dA) ...
-    if constexpr (W == Walk::B2)  // L^-1 U for Phi_c, in F's memory (F is spent)
-      for (int e = tid; e < CM * D; e += kThreads) s.F[e / D][e % D] = s.U[e / D][e % D];
-    __syncthreads();
-    // (A6) Y = L^-1 W: W-bar = L^-T Y-bar (in dY), beside (B2) L^-1 U.
-    solve_lower_t<CM, D>(L, dY, 0);
-    if constexpr (W == Walk::B2) solve_lower<CM, D>(L, F, 32);
-    __syncthreads();
-    mm<CM, CM, D>(T1, dY, Y.t(), -1.f, false, Tri::Strict);  // L-bar = -strict tril(W-bar Y^T)
+    adjoint_factor();
     if constexpr (W == Walk::B2) {
-      // Phi_g <- Phi_g Phi_c, Phi_c = I - Y^T D^-1 (L^-1 U): Phi_g - (Phi_g Y^T D^-1) (L^-1 U), Phi_g Y^T
-      // (d x C) in Qf's memory (Q is spent).
-      const Wide PY{&s.Qf[0][0]};
-      mm<D, CM, D>(PY, P, Y.t(), 1.f, false);
-      __syncthreads();
-      for (int e = tid; e < D * CM; e += kThreads) PY(e / CM, e % CM) *= s.dinv[e % CM];
-      __syncthreads();
-      mm<D, D, CM>(P, PY, F, -1.f, true);
-    }
-    __syncthreads();
-    // Z = strict tril(L^T L-bar D^-1) + diag(D-bar), D-bar = -(D^-1)-bar D^-2 (T2).
-    mm<CM, CM, CM>(T2, L.t(), T1, 1.f, false, Tri::Strict);
-    __syncthreads();
-    for (int e = tid; e < CM * CM; e += kThreads) {
-      const int i = e / CM, j = e % CM;
-      if (i == j) s.T2[i][j] = -s.ddinv[j] * s.dinv[j] * s.dinv[j];
-      else s.T2[i][j] *= s.dinv[j];
-    }
-    __syncthreads();
-    // G-bar = L^-T Z L^-1: X = L^-T (L^-T Z)^T, G-bar = X^T; only sym(G-bar) reaches anything (G is symmetric).
-    solve_lower_t<CM, CM>(L, T2, 0);
-    __syncthreads();
-    solve_lower_t<CM, CM>(L, T2.t(), 0);  // in place on the transpose: T2 = X^T = G-bar
-    __syncthreads();
-    for (int e = tid; e < CM * CM; e += kThreads) {
-      const int i = e / CM, j = e % CM;
-      s.T1[i][j] = 0.5f * (s.T2[i][j] + s.T2[j][i]);  // sym(G-bar)
-    }
-    __syncthreads();
-    // G = I + U A_c U^T, W = U A_c: U-bar = 2 sym(G-bar) W + W-bar A_c (in Zt), A_c-bar += U^T (sym(G-bar) U + W-bar).
-    mm<CM, D, CM>(Zt, T1, Wm, 2.f, false);
-    __syncthreads();
-    mm<CM, D, D>(Zt, dY, Ac, 1.f, true);
-    __syncthreads();
-    mm<CM, D, CM>(dY, T1, U, 1.f, true);
-    __syncthreads();
-    mm<D, D, CM>(dA, U.t(), dY, 1.f, true);
-    if constexpr (W == Walk::B3) {
-      // (A7) the rows: lines 8-10's adjoints (unit' of k_hat and u, phi' of q and k).
-      if (tid < CM) {
-        s.rd[tid] = row_dot(s.U[tid], s.Zt[tid]) / u_scale;  // u_hat . U-bar
-        s.ddinv[tid] = row_dot(s.K[tid], s.dK[tid]);        // k_hat . K-bar
-      }
+      // (A7) the rows of dq and dk (final: Sigma_b reaches only du, through (A5)), and U-bar so far into du's rows
+      // (B3 adds the carried Sigma's part and applies line 10's adjoint).
+      if (tid < CM) s.rd[tid] = row_dot(s.K[tid], s.dK[tid]);  // k_hat . K-bar
       __syncthreads();
       for (int e = tid; e < n * D; e += kThreads) {
         const int t = e / D, c = e % D;
         const long long at = base + static_cast<long long>(c0 + t) * D + c;
-        const float uh = s.U[t][c] / u_scale;
-        g.du[at] = s.nu[t] == 0.f ? s.Zt[t][c] * u_scale : (s.Zt[t][c] - uh * s.rd[t]) / s.nu[t] * u_scale;
-        const float dkf = s.dKf[t][c] + (s.nk[t] == 0.f ? s.dK[t][c] : (s.dK[t][c] - s.K[t][c] * s.ddinv[t]) / s.nk[t]);
+        const float dkf = s.dKf[t][c] + (s.nk[t] == 0.f ? s.dK[t][c] : (s.dK[t][c] - s.K[t][c] * s.rd[t]) / s.nk[t]);
         g.dk[at] = dkf * elu_plus_one_grad(x.k[at]);
         g.dq[at] = s.dQf[t][c] * elu_plus_one_grad(x.q[at]);
+        g.du[at] = s.Zt[t][c];
       }
     }
   }
