@@ -173,12 +173,27 @@ template <int CM> struct alignas(16) WalkSmem {
   float dOn[CM][RD], dQf[CM][RD], dKf[CM][RD], F[CM][RD], dAh[CM][RD], dK[CM][RD], dY[CM][RD];
   // C x C
   float L[CM][CM + 1], N[CM][CM + 1], Pm[CM][CM + 1], LS[CM][CM + 1], M[CM][CM + 1], T1[CM][CM + 1], T2[CM][CM + 1];
-  float dinv[CM], den[CM], dden[CM], na[CM], nk[CM], nu[CM], ddinv[CM], rd[CM];
+  float dinv[CM], na[CM], den[CM], dden[CM];  // adjacent: stashed as one block
+  float nk[CM], nu[CM], ddinv[CM], rd[CM];
   float dz[D];
 };
 
+// Floats per chunk of the stash B1 leaves for B2 and B3 (its forward of the chunk, walk_kernel's layout).
+__host__ __device__ constexpr long long stash_floats(int cm) { return 4LL * cm * D + 4LL * cm * cm + 4LL * cm; }
+// The chunk rows a kernel is compiled for (WalkSmem's CM) at chunk length C.
+constexpr int compiled_rows(int C) { return C <= 16 ? 16 : C <= 20 ? 20 : 32; }
+
+// Between a shared matrix (R rows of stride ld) and its compact row-major copy in global memory. No barrier.
+template <int R, int Cn> __device__ __forceinline__ void store_rows(float* dst, const float* src, int ld) {
+  for (int e = threadIdx.x; e < R * Cn; e += kThreads) dst[e] = src[(e / Cn) * ld + e % Cn];
+}
+template <int R, int Cn> __device__ __forceinline__ void load_rows(float* dst, int ld, const float* src) {
+  for (int e = threadIdx.x; e < R * Cn; e += kThreads) dst[(e / Cn) * ld + e % Cn] = src[e];
+}
+
 struct WalkArgs {
   GroupArgs ga;
+  float* stash;         // per chunk, stash_floats(CM): written by B1, read by B2 and B3
   const float* starts;  // chunk_starts
   int T, C, period, group_tokens, chunks;
   float eps, eta;
@@ -197,7 +212,10 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
   using Rows = View<RD>;   // C x d and d x d
   using Sq = View<RC>;     // C x C
   using Wide = View<CM>;   // d x C products in a C x d matrix's memory
-  constexpr bool kWhole = W != Walk::B3;  // the chunk's whole forward again (B3 needs only (V1), (V2))
+  constexpr bool kWhole = W != Walk::B3;
+  // The stash's layout (stash_floats): W, Y, Alpha_hat, E (C x d), L, N, L_S, M (C x C), dinv, na, den, dden.
+  constexpr int kStashY = CM * D, kStashAh = 2 * CM * D, kStashE = 3 * CM * D, kStashL = 4 * CM * D, kStashN = kStashL + CM * CM,
+                kStashLS = kStashN + CM * CM, kStashM = kStashLS + CM * CM, kStashVec = kStashM + CM * CM;  // the chunk's whole forward again (B3 needs only (V1), (V2))
   const int tid = threadIdx.x;
   const int seq = blockIdx.x / wa.ga.groups, grp = blockIdx.x % wa.ga.groups;
   const long long slot = static_cast<long long>(seq) * wa.ga.groups + grp;
@@ -279,6 +297,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     __syncthreads();  // the previous chunk's readers are done with every buffer
     // The state before the chunk, A symmetrised (the forward's products leave it symmetric up to rounding).
     const float* st = wa.starts + (static_cast<long long>(seq) * wa.chunks + ci) * backward_slot_floats(D);
+    float* st_out = wa.stash + (static_cast<long long>(seq) * wa.chunks + ci) * stash_floats(CM);
     for (int e = tid; e < D * D; e += kThreads) {
       const int r = e / D, c = e % D;
       if constexpr (kWhole) s.Sc[r][c] = st[e];
@@ -315,17 +334,77 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
     }
     __syncthreads();
 
-    // The chunk's forward again, (V1)-(V5).
-    mm<CM, D, D>(Wm, U, Ac, 1.f, false);  // (V1) W = U A_c
-    __syncthreads();
-    mm<CM, CM, D>(T1, U, Wm.t(), 1.f, false, Tri::Lower);  // G = I + U W^T (its lower part)
-    __syncthreads();
-    if (tid < CM) s.T1[tid][tid] += 1.f;
-    __syncthreads();
-    ldl<CM>(T1, L, s.dinv, wa.eps);  // G = L D L^T
-    for (int e = tid; e < CM * D; e += kThreads) s.Y[e / D][e % D] = s.W[e / D][e % D];
-    __syncthreads();
-    solve_lower<CM, D>(L, Y, 0);  // (V2) Y = L^-1 W: rows y_t = A_{t-1} u_t
+    if constexpr (W == Walk::B1) {
+      // The chunk's forward again, (V1)-(V5).
+      mm<CM, D, D>(Wm, U, Ac, 1.f, false);  // (V1) W = U A_c
+      __syncthreads();
+      mm<CM, CM, D>(T1, U, Wm.t(), 1.f, false, Tri::Lower);  // G = I + U W^T (its lower part)
+      __syncthreads();
+      if (tid < CM) s.T1[tid][tid] += 1.f;
+      __syncthreads();
+      ldl<CM>(T1, L, s.dinv, wa.eps);  // G = L D L^T
+      for (int e = tid; e < CM * D; e += kThreads) s.Y[e / D][e % D] = s.W[e / D][e % D];
+      __syncthreads();
+      solve_lower<CM, D>(L, Y, 0);  // (V2) Y = L^-1 W: rows y_t = A_{t-1} u_t
+      mm<CM, D, D>(Ah, K, Ac, 1.f, false);  // Alpha = K A_c - P Y (+ shift k_hat on the last row), first K A_c
+      __syncthreads();
+      mm<CM, CM, D>(N, K, Y.t(), 1.f, false, Tri::Lower);  // (V3) N = tril(K Y^T), P = N D^-1
+      __syncthreads();
+      for (int e = tid; e < CM * CM; e += kThreads) s.Pm[e / CM][e % CM] = s.N[e / CM][e % CM] * s.dinv[e % CM];
+      __syncthreads();
+      mm<CM, D, CM>(Ah, Pm, Y, -1.f, true);
+      __syncthreads();
+      if (shift != 0.f)
+        for (int c = tid; c < D; c += kThreads) s.Ah[n - 1][c] = fmaf(shift, s.K[n - 1][c], s.Ah[n - 1][c]);
+      __syncthreads();
+      if (tid < CM) s.na[tid] = sqrtf(row_dot(s.Ah[tid], s.Ah[tid]));
+      __syncthreads();
+      for (int e = tid; e < CM * D; e += kThreads) s.Ah[e / D][e % D] = unit_entry(s.Ah[e / D][e % D], s.na[e / D]);  // line 20
+      __syncthreads();
+      mm<CM, CM, D>(LS, K, Ah.t(), 1.f, false, Tri::Strict);  // (V5) L_S = strict tril(K Alpha_hat^T)
+      mm<CM, D, D>(E, K, Sc.t(), -1.f, true);                 // E = (I + L_S)^-1 (V - K S_c^T)
+      mm<CM, CM, D>(M, Qf, Ah.t(), 1.f, false, Tri::Lower);   // M = tril(Q Alpha_hat^T)
+      mm<CM, D, D>(dQf, Qf, Sc.t(), 1.f, false);              // O~ = Q S_c^T + M E (in dQf until (A1) has read it)
+      __syncthreads();
+      solve_lower<CM, D>(LS, E, 0);
+      __syncthreads();
+      mm<CM, D, CM>(dQf, M, E, 1.f, true);
+      __syncthreads();
+
+      // (A1) the read o_t = O~_t / den_t, den_t = max(phi(q_t) . z_t, eps): the floor has no gradient.
+      if (tid < CM) {
+        const float qz = row_dot(s.Qf[tid], s.Zt[tid]);
+        const bool floored = qz < wa.eps;
+        const float den = floored ? wa.eps : qz;
+        s.den[tid] = den;
+        s.dden[tid] = floored ? 0.f : -row_dot(s.dOn[tid], s.dQf[tid]) / (den * den);
+      }
+      __syncthreads();
+      // What B2 and B3 read instead of this chunk's forward again.
+      store_rows<CM, D>(st_out, &s.W[0][0], RD);
+      store_rows<CM, D>(st_out + kStashY, &s.Y[0][0], RD);
+      store_rows<CM, D>(st_out + kStashAh, &s.Ah[0][0], RD);
+      store_rows<CM, D>(st_out + kStashE, &s.E[0][0], RD);
+      store_rows<CM, CM>(st_out + kStashL, &s.L[0][0], RC);
+      store_rows<CM, CM>(st_out + kStashN, &s.N[0][0], RC);
+      store_rows<CM, CM>(st_out + kStashLS, &s.LS[0][0], RC);
+      store_rows<CM, CM>(st_out + kStashM, &s.M[0][0], RC);
+      store_rows<4, CM>(st_out + kStashVec, &s.dinv[0], CM);  // dinv, na, den, dden (adjacent in WalkSmem)
+    } else {  // B1's forward of the chunk: all of it (B2), or (V1), (V2) (B3)
+      load_rows<CM, D>(&s.W[0][0], RD, st_out);
+      load_rows<CM, D>(&s.Y[0][0], RD, st_out + kStashY);
+      load_rows<CM, CM>(&s.L[0][0], RC, st_out + kStashL);
+      if constexpr (kWhole) {
+        load_rows<CM, D>(&s.Ah[0][0], RD, st_out + kStashAh);
+        load_rows<CM, D>(&s.E[0][0], RD, st_out + kStashE);
+        load_rows<CM, CM>(&s.N[0][0], RC, st_out + kStashN);
+        load_rows<CM, CM>(&s.LS[0][0], RC, st_out + kStashLS);
+        load_rows<CM, CM>(&s.M[0][0], RC, st_out + kStashM);
+        load_rows<4, CM>(&s.dinv[0], CM, st_out + kStashVec);
+      } else {
+        load_rows<1, CM>(&s.dinv[0], CM, st_out + kStashVec);
+      }
+    }
     if constexpr (W == Walk::B3) {
       // The adjoint of the carried Sigma alone (dA = B2's + Sigma's, and only (A5) reads dA): (A5) with dA, then
       // (A6); du = line 10's adjoint of B2's U-bar plus this one.
@@ -352,39 +431,6 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
       }
       continue;
     }
-    mm<CM, D, D>(Ah, K, Ac, 1.f, false);  // Alpha = K A_c - P Y (+ shift k_hat on the last row), first K A_c
-    __syncthreads();
-    mm<CM, CM, D>(N, K, Y.t(), 1.f, false, Tri::Lower);  // (V3) N = tril(K Y^T), P = N D^-1
-    __syncthreads();
-    for (int e = tid; e < CM * CM; e += kThreads) s.Pm[e / CM][e % CM] = s.N[e / CM][e % CM] * s.dinv[e % CM];
-    __syncthreads();
-    mm<CM, D, CM>(Ah, Pm, Y, -1.f, true);
-    __syncthreads();
-    if (shift != 0.f)
-      for (int c = tid; c < D; c += kThreads) s.Ah[n - 1][c] = fmaf(shift, s.K[n - 1][c], s.Ah[n - 1][c]);
-    __syncthreads();
-    if (tid < CM) s.na[tid] = sqrtf(row_dot(s.Ah[tid], s.Ah[tid]));
-    __syncthreads();
-    for (int e = tid; e < CM * D; e += kThreads) s.Ah[e / D][e % D] = unit_entry(s.Ah[e / D][e % D], s.na[e / D]);  // line 20
-    __syncthreads();
-    mm<CM, CM, D>(LS, K, Ah.t(), 1.f, false, Tri::Strict);  // (V5) L_S = strict tril(K Alpha_hat^T)
-    mm<CM, D, D>(E, K, Sc.t(), -1.f, true);                 // E = (I + L_S)^-1 (V - K S_c^T)
-    mm<CM, CM, D>(M, Qf, Ah.t(), 1.f, false, Tri::Lower);   // M = tril(Q Alpha_hat^T)
-    mm<CM, D, D>(dQf, Qf, Sc.t(), 1.f, false);              // O~ = Q S_c^T + M E (in dQf until (A1) has read it)
-    __syncthreads();
-    solve_lower<CM, D>(LS, E, 0);
-    __syncthreads();
-    mm<CM, D, CM>(dQf, M, E, 1.f, true);
-    __syncthreads();
-
-    // (A1) the read o_t = O~_t / den_t, den_t = max(phi(q_t) . z_t, eps): the floor has no gradient.
-    if (tid < CM) {
-      const float qz = row_dot(s.Qf[tid], s.Zt[tid]);
-      const bool floored = qz < wa.eps;
-      const float den = floored ? wa.eps : qz;
-      s.den[tid] = den;
-      s.dden[tid] = floored ? 0.f : -row_dot(s.dOn[tid], s.dQf[tid]) / (den * den);
-    }
     __syncthreads();
     for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
@@ -392,6 +438,8 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
       s.dQf[t][c] = s.dden[t] * s.Zt[t][c];
       s.Zt[t][c] = s.dden[t] * s.Qf[t][c];  // z_t-bar
     }
+    if constexpr (W == Walk::B2)  // P = N D^-1 (V3)
+      for (int e = tid; e < CM * CM; e += kThreads) s.Pm[e / CM][e % CM] = s.N[e / CM][e % CM] * s.dinv[e % CM];
     __syncthreads();
     if (tid >= kThreads - D) {  // phi(k_j)-bar = dz + sum_{t >= j} z_t-bar; z_c-bar likewise (the last warp)
       const int c = tid - (kThreads - D);
@@ -571,8 +619,9 @@ int chunked_vla_backward_group_tokens(int chunk, const RecurrentParams& p, int B
 std::size_t chunked_vla_backward_workspace_floats(int chunk, const RecurrentParams& p, int B, int H, int T, int group_tokens) {
   if (B < 1 || H < 1 || T < 1 || group_tokens < 0) return 0;
   if (group_tokens == 0) group_tokens = chunked_vla_backward_group_tokens(chunk, p, B, H, T);
-  const long long groups = (T + group_tokens - 1) / group_tokens;
-  return std::size_t(static_cast<long long>(B) * H * groups * (5LL * D * D + 2 * D));
+  const long long groups = (T + group_tokens - 1) / group_tokens, seqs = static_cast<long long>(B) * H;
+  const int C = chunked_vla_chunk(chunk, p);
+  return std::size_t(seqs * groups * (5LL * D * D + 2 * D) + seqs * (chunk_of(T - 1, C, p.refresh_period) + 1) * stash_floats(compiled_rows(C)));
 }
 
 cudaError_t chunked_vla_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int chunk,
@@ -597,7 +646,12 @@ cudaError_t chunked_vla_backward(const RecurrentTensors& x, const RecurrentGrads
   wa.ga.local = workspace;
   wa.ga.carry = workspace + slots * carry;
   wa.ga.product = wa.ga.carry + slots * carry;
-  return wa.C <= 16 ? run_walks<16>(x, g, wa, stream) : wa.C <= 20 ? run_walks<20>(x, g, wa, stream) : run_walks<32>(x, g, wa, stream);
+  wa.stash = wa.ga.product + slots * D * D;
+  switch (compiled_rows(wa.C)) {
+    case 16: return run_walks<16>(x, g, wa, stream);
+    case 20: return run_walks<20>(x, g, wa, stream);
+    default: return run_walks<32>(x, g, wa, stream);
+  }
 }
 
 }  // namespace vla::gpu

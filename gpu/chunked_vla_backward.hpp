@@ -25,7 +25,9 @@ namespace vla::gpu {
 int chunked_vla_backward_group_tokens(int chunk, const RecurrentParams& p, int B, int H, int T);
 
 // Floats of device scratch for groups of group_tokens tokens (0: chunked_vla_backward_group_tokens): per
-// (sequence, group) the chains' buffers, 5 d^2 + 2 d floats (gpu/group_chain.cuh).
+// (sequence, group) the chains' buffers, 5 d^2 + 2 d floats (gpu/group_chain.cuh), and per chunk what B1 leaves
+// of its forward of the chunk for B2 and B3 (4 C' d + 4 C'^2 + 4 C' floats, C' the compiled chunk rows:
+// 16, 20 or 32; ~17 KB per chunk of 20 tokens, 1.8 GB at B H = 32, T = 65536).
 std::size_t chunked_vla_backward_workspace_floats(int chunk, const RecurrentParams& p, int B, int H, int T, int group_tokens = 0);
 
 // Launches the backward on `stream`: five launches (B1, C1, B2, C2, B3). chunk_starts: what
