@@ -37,7 +37,8 @@ t = collections.defaultdict(list)
 for r in rows[1:]:
     name = r[k].replace("(anonymous namespace)::", "").replace("vla::gpu::", "").replace("group_chain::", "")
     name = re.sub(r"\(.*", "", name).replace("void ", "")
-    t[name].append(float(r[v].replace(",", "")) * (1e-3 if r[u] == "nsecond" else 1.0))
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(r[u], float("nan"))
+    t[name].append(float(r[v].replace(",", "")) * scale)
 for n, xs in t.items(): print(f"{n:60s} runs {len(xs):3d}  median {sorted(xs)[len(xs)//2]:9.1f} us")
 PY
 fi
