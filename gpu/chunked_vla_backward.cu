@@ -6,21 +6,24 @@
 // Parallel structure. A sequence is cut into groups of whole refresh segments; one block of kThreads threads
 // walks one (sequence, group), its chunks from the last, and the chains between the walks (C1, C2 of "The
 // backward across groups") are the token-walk backward's own (gpu/group_chain.cuh):
-//   B1  from the zero carry: the dS and dz parts of each chunk's adjoint and R_g <- R_g R_c, with
-//       R_c = I - Alpha_hat^T (I + L_S)^-1 K (dS_start = dS_end R_c + the chunk's own terms)
+//   B1  from the zero carry: the chunk's forward again ((V1)-(V5), the read's denominators), stashed for B2
+//       and B3; the dS and dz parts of its adjoint and R_g <- R_g R_c, with R_c = I - Alpha_hat^T (I + L_S)^-1 K
+//       (dS_start = dS_end R_c + the chunk's own terms)
 //   C1  the true (dS, dz) at every group's end
-//   B2  from (dS_b, dz_b, 0): the whole adjoint, leaving sym(dA^0_a), and Phi_g <- Phi_g Phi_c with
-//       Phi_c = I - Y^T D^-1 L^-1 U (= F_n ... F_1 of the token adjoint: A' = Phi_c A_c before the refresh);
-//       writes the chunk's rows of dq, dk, dv (final: dA reaches only du) and its U-bar so far into du's
+//   B2  from (dS_b, dz_b, 0) and the stash: the whole adjoint, leaving sym(dA^0_a), and Phi_g <- Phi_g Phi_c
+//       with Phi_c = I - Y^T D^-1 L^-1 U (= F_n ... F_1 of the token adjoint: A' = Phi_c A_c before the
+//       refresh); writes the chunk's rows of dq, dk, dv (final: dA reaches only du) and its U-bar so far into
+//       du's
 //   C2  the true Sigma = sym(dA) at every group's end
 //   B3  from Sigma_b alone: the adjoint is linear in the carry and dA is read only by (A5), so the part of
-//       dA that Sigma_b adds is walked by (V1), (V2), (A5), (A6) alone; its U-bar added to B2's, line 10's
-//       adjoint gives du
+//       dA that Sigma_b adds is walked by (A5), (A6) alone (W, Y, L, D^-1 from the stash); its U-bar added to
+//       B2's, line 10's adjoint gives du
 // A chunk's matrices live in shared memory (row stride d + 1 or C + 1: a row walk and a column walk both hit
-// 32 banks); each step is a block-wide loop over the entries of its result (mm: one entry per thread per
-// pass) or, for the triangular solves and the L D L^T, over the columns, ending with a barrier. Every
-// product is fp32 FMA (no tensor cores yet), so this is the matrix form's first GPU version: correct and
-// race-free first, its cost measured against the token walks (docs/chunkwise-vla.md, "GPU backward").
+// 32 banks), padded to the compiled chunk rows with zero rows. Each step is a block-wide loop over its
+// result's entries (mm: 4 rows of one column per thread, fp32 FMA) or, for the triangular solves and the
+// L D L^T, one column or row per lane held in registers; the steps are separated by barriers. The walks are
+// latency-bound (docs/chunkwise-vla.md, "GPU backward in the chunk form": its floor, and why the products are
+// not on the tensor cores).
 #include "gpu/chunked_vla_backward.hpp"
 
 #include "core/phi.hpp"
@@ -212,10 +215,10 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(co
   using Rows = View<RD>;   // C x d and d x d
   using Sq = View<RC>;     // C x C
   using Wide = View<CM>;   // d x C products in a C x d matrix's memory
-  constexpr bool kWhole = W != Walk::B3;
+  constexpr bool kWhole = W != Walk::B3;  // the chunk's whole inputs and stash (B3 reads u, W, Y, L, D^-1 only)
   // The stash's layout (stash_floats): W, Y, Alpha_hat, E (C x d), L, N, L_S, M (C x C), dinv, na, den, dden.
   constexpr int kStashY = CM * D, kStashAh = 2 * CM * D, kStashE = 3 * CM * D, kStashL = 4 * CM * D, kStashN = kStashL + CM * CM,
-                kStashLS = kStashN + CM * CM, kStashM = kStashLS + CM * CM, kStashVec = kStashM + CM * CM;  // the chunk's whole forward again (B3 needs only (V1), (V2))
+                kStashLS = kStashN + CM * CM, kStashM = kStashLS + CM * CM, kStashVec = kStashM + CM * CM;
   const int tid = threadIdx.x;
   const int seq = blockIdx.x / wa.ga.groups, grp = blockIdx.x % wa.ga.groups;
   const long long slot = static_cast<long long>(seq) * wa.ga.groups + grp;
