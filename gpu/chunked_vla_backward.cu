@@ -83,34 +83,31 @@ __device__ __forceinline__ void mm(YV Y, AV A, BV B, float alpha, bool acc, Tri 
   }
 }
 
-// X <- L^-1 X and X <- L^-T X for a unit lower triangular L (CM x CM; only its strict lower part read) and
-// X CM x NC (NC <= 32), in place, by the warp of threads first.. first + 31: lane j holds column j in
-// registers, and each pivot's column updates every later row at once (independent FMAs). No barrier.
-template <int CM, int NC, class LV, class XV> __device__ __forceinline__ void solve_lower(LV L, XV X, int first) {
+// X <- L^-1 X (kT: X <- L^-T X) for a unit lower triangular L (CM x CM; only its strict lower part read)
+// and X CM x NC (NC <= 32), in place, by the warp of threads first.. first + 31: lane j holds column j in
+// registers, and each pivot's column updates every later (kT: earlier) row at once (independent FMAs). No
+// barrier.
+template <int CM, int NC, bool kT, class LV, class XV> __device__ __forceinline__ void solve_unit_lower(LV L, XV X, int first) {
   const int j = static_cast<int>(threadIdx.x) - first;
   if (j < 0 || j >= NC) return;
   float x[CM];
 #pragma unroll
   for (int i = 0; i < CM; ++i) x[i] = X(i, j);
 #pragma unroll
-  for (int c = 0; c < CM; ++c)
+  for (int step = 0; step < CM; ++step) {
+    const int c = kT ? CM - 1 - step : step;  // the pivot: its x is final
 #pragma unroll
-    for (int i = c + 1; i < CM; ++i) x[i] = fmaf(-L(i, c), x[c], x[i]);
+    for (int i = 0; i < CM; ++i)
+      if (kT ? i < c : i > c) x[i] = fmaf(-(kT ? L(c, i) : L(i, c)), x[c], x[i]);
+  }
 #pragma unroll
   for (int i = 0; i < CM; ++i) X(i, j) = x[i];
 }
+template <int CM, int NC, class LV, class XV> __device__ __forceinline__ void solve_lower(LV L, XV X, int first) {
+  solve_unit_lower<CM, NC, false>(L, X, first);
+}
 template <int CM, int NC, class LV, class XV> __device__ __forceinline__ void solve_lower_t(LV L, XV X, int first) {
-  const int j = static_cast<int>(threadIdx.x) - first;
-  if (j < 0 || j >= NC) return;
-  float x[CM];
-#pragma unroll
-  for (int i = 0; i < CM; ++i) x[i] = X(i, j);
-#pragma unroll
-  for (int c = CM - 1; c > 0; --c)
-#pragma unroll
-    for (int i = 0; i < c; ++i) x[i] = fmaf(-L(c, i), x[c], x[i]);
-#pragma unroll
-  for (int i = 0; i < CM; ++i) X(i, j) = x[i];
+  solve_unit_lower<CM, NC, true>(L, X, first);
 }
 
 // (V1): G = L D L^T, unpivoted, right-looking, by the first warp, lane i holding row i in registers: after
