@@ -295,3 +295,57 @@ TEST_CASE("chunkwise VLA backward refuses what it does not cover, naming the opt
                                       Mat<double>(Mat<double>::Zero(3, 3)), Vec<double>(Vec<double>::Zero(3)), zero, g),
                     Catch::Contains("tokens 1..3") && Catch::Contains("positive definite"));
 }
+
+TEST_CASE("chunk adjoint: the dA carry reaches only du and the dA carry, linearly (the GPU backward's B2 / B3 split)",
+          "[chunked][vla][adjoint]") {
+  // gpu/chunked_vla_backward.cu writes dq, dk, dv in B2, whose walks start from dA = 0, and adds the carried
+  // Sigma's part of du in B3 by (A5), (A6) alone. That holds if, per chunk, a dA carry changes nothing but du
+  // and the dA carry at the chunk's start, and does so linearly: adjoint(dS, dz, Sigma) = adjoint(dS, dz, 0)
+  // + adjoint with dO = 0, dS = dz = 0 from Sigma. If this fails, the split misses a term of dA (a GPU du or
+  // dA chain wrong where Sigma_b != 0, i.e. every group but the last).
+  const int d = 6, T = 60;
+  const HeadStream s = chunk_test_stream(d, T, 31);
+  VlaOptions opt;
+  opt.penalty.refresh_period = 20;
+  opt.penalty.refresh_eta = 0.05;
+  const auto seq = sequential<mp50>(opt, s, random_dO(T, d, 37));
+  const VlaFeatures<mp50> f = vla_features<mp50>(seq.x.q, seq.x.k, seq.x.u, opt);
+  std::vector<VlaChunkStart<mp50>> starts;
+  vla_chunked<mp50>(f, seq.x.v, opt, 8, {}, &starts);  // chunks of 8, 8, 4 per refresh segment
+  const Mat<mp50> no_dO = Mat<mp50>::Zero(T, d);
+  const auto with_dO = chunk_adjoint_inputs(f, seq.x, seq.dO, opt), without_dO = chunk_adjoint_inputs(f, seq.x, no_dO, opt);
+  std::mt19937_64 gen(41);
+  std::normal_distribution<double> n(0.0, 1.0);
+  const auto random = [&](int r, int c) {
+    Mat<mp50> m(r, c);
+    for (auto& e : m.reshaped()) e = mp50(n(gen));
+    return m;
+  };
+  double worst = 0;
+  for (const auto& c : starts) {
+    const Mat<mp50> Sigma = [&] { const Mat<mp50> m = random(d, d); return Mat<mp50>(m + m.transpose()); }();
+    const VlaChunkCarry<mp50> carry{random(d, d), Vec<mp50>(random(d, 1)), Sigma}, no_dA{carry.dS, carry.dz, Mat<mp50>::Zero(d, d)},
+        only_dA{Mat<mp50>::Zero(d, d), Vec<mp50>::Zero(d), Sigma};
+    HeadGrads<mp50> g_all(T, d), g_b2(T, d), g_sigma(T, d);
+    const auto out_all = vla_chunk_adjoint(with_dO, c.c0, c.n, c.A, c.S, c.z, carry, g_all);
+    const auto out_b2 = vla_chunk_adjoint(with_dO, c.c0, c.n, c.A, c.S, c.z, no_dA, g_b2);
+    const auto out_sigma = vla_chunk_adjoint(without_dO, c.c0, c.n, c.A, c.S, c.z, only_dA, g_sigma);
+    INFO("chunk at token " << c.c0 << ", " << c.n << " tokens");
+    const auto rows = [&](const Mat<mp50>& m) { return Mat<mp50>(m.middleRows(c.c0, c.n)); };
+    const auto diff = [](const Mat<mp50>& a, const Mat<mp50>& b) { return double((a - b).norm() / b.norm()); };
+    // dq, dk, dv do not read the dA carry at all: the same numbers.
+    CHECK(rows(g_all.dq) == rows(g_b2.dq));
+    CHECK(rows(g_all.dk) == rows(g_b2.dk));
+    CHECK(rows(g_all.dv) == rows(g_b2.dv));
+    CHECK(out_all.dS == out_b2.dS);
+    CHECK(out_all.dz == out_b2.dz);
+    // du and the dA carry: B2's part plus Sigma's part alone.
+    const double e_du = diff(Mat<mp50>(rows(g_b2.du) + rows(g_sigma.du)), rows(g_all.du));
+    const double e_dA = diff(Mat<mp50>(out_b2.dA + out_sigma.dA), out_all.dA);
+    CHECK(e_du <= 1e-40);
+    CHECK(e_dA <= 1e-40);
+    CHECK(diff(rows(g_sigma.du), rows(g_all.du)) > 1e-3);  // Sigma's part is not negligible: the check has teeth
+    worst = std::max({worst, e_du, e_dA});
+  }
+  WARN("chunk adjoint, mp50, " << starts.size() << " chunks: du and dA = B2's + Sigma's to " << worst);
+}
