@@ -204,7 +204,8 @@ struct WalkArgs {
 template <int CM> constexpr int kWalkBlocksPerSm = CM <= 20 ? 3 : 1;
 
 template <int CM, Walk W>
-__global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>) walk_kernel(const RecurrentTensors x, const RecurrentGrads g, const WalkArgs wa) {
+__global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
+    walk_kernel(const RecurrentTensors x, const RecurrentGrads g, const WalkArgs wa) {
   extern __shared__ __align__(16) unsigned char smem[];
   using Smem = WalkSmem<CM>;
   Smem& s = *reinterpret_cast<Smem*>(smem);
@@ -621,7 +622,8 @@ std::size_t chunked_vla_backward_workspace_floats(int chunk, const RecurrentPara
   if (group_tokens == 0) group_tokens = chunked_vla_backward_group_tokens(chunk, p, B, H, T);
   const long long groups = (T + group_tokens - 1) / group_tokens, seqs = static_cast<long long>(B) * H;
   const int C = chunked_vla_chunk(chunk, p);
-  return std::size_t(seqs * groups * (5LL * D * D + 2 * D) + seqs * (chunk_of(T - 1, C, p.refresh_period) + 1) * stash_floats(compiled_rows(C)));
+  const long long chunks = chunk_of(T - 1, C, p.refresh_period) + 1;
+  return std::size_t(seqs * groups * (5LL * D * D + 2 * D) + seqs * chunks * stash_floats(compiled_rows(C)));
 }
 
 cudaError_t chunked_vla_backward(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, int chunk,

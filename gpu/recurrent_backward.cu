@@ -400,8 +400,9 @@ struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 //   B1: from (0, 0, 0); leaves dS^0_a, dz^0_a and R_g = M_{b-1} ... M_a, M_t = I - alpha_hat_t k_hat_t^T
 //   B2: from (dS_b, dz_b, 0); leaves sym(dA^0_a) and Phi_g = F_{b-1} ... F_a, F_t = I - zv_t u_t^T / delta_t
 //   B3: from (dS_b, dz_b, Sigma_b); writes the group's rows of dq, dk, dv, du
-// The chains between them (C1, C2) and the buffers (GroupArgs) are gpu/group_chain.cuh's. Fill: the forward alone over a group
-// from its first checkpoint, writing the others (where a forward left only every group's first).
+// The chains between them (C1, C2) and the buffers (GroupArgs) are gpu/group_chain.cuh's. Fill: the forward
+// alone over a group from its first checkpoint, writing the others (where a forward left only every group's
+// first).
 enum class Walk { Sequence, Fill, B1, B2, B3 };
 __host__ __device__ constexpr bool writes_grads(Walk w) { return w == Walk::Sequence || w == Walk::B3; }
 __host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 || w == Walk::B2; }
