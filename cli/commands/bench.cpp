@@ -104,18 +104,17 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   if (backward) {
     dout = vla::gpu::DeviceBuffer(n); dq = vla::gpu::DeviceBuffer(n); dk = vla::gpu::DeviceBuffer(n);
     dv = vla::gpu::DeviceBuffer(n); du = vla::gpu::DeviceBuffer(n); dg = vla::gpu::DeviceBuffer(g.size());
-    ws = vla::gpu::DeviceBuffer(group_bwd ? vla::gpu::vla_group_backward_workspace_floats(a.batch, a.heads, T, a.d_head, group_tokens)
-                                        : vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
+    ws = vla::gpu::DeviceBuffer(matrix_bwd  ? vla::gpu::chunked_vla_backward_workspace_floats(0, {}, a.batch, a.heads, T)
+                                : group_bwd ? vla::gpu::vla_group_backward_workspace_floats(a.batch, a.heads, T, a.d_head, group_tokens)
+                                            : vla::gpu::recurrent_backward_workspace_floats(a.batch, a.heads, T, a.d_head));
     check(vla::gpu::fill_random(dout.get(), (long long)n, seed++), "fill_random");
     grads.dout = dout.get(); grads.dq = dq.get(); grads.dk = dk.get(); grads.dv = dv.get(); grads.du = du.get(); grads.dg = dg.get();
-    x.checkpoints = ws.get();  // the forward writes the backward's checkpoints: the backward skips its first pass
+    // The forward writes the backward's checkpoints (the backward skips its first pass); the chunk form's
+    // forward leaves every chunk's start state instead.
+    if (!matrix_bwd) x.checkpoints = ws.get();
   }
-  vla::gpu::DeviceBuffer starts;  // the chunk-form backward: the forward leaves every chunk's start state
-  if (matrix_bwd) {
-    ws = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_backward_workspace_floats(0, {}, a.batch, a.heads, T));
-    starts = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_chunk_starts_floats(a.batch, a.heads, T, 0, {}));
-    x.checkpoints = nullptr;
-  }
+  vla::gpu::DeviceBuffer starts;
+  if (matrix_bwd) starts = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_chunk_starts_floats(a.batch, a.heads, T, 0, {}));
   return median_event_ms(a.reps, [&] {
     if (matrix_bwd) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, starts.get()), "chunked_vla_forward");
     else if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
