@@ -304,7 +304,8 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
       if constexpr (kWhole) s.Sc[r][c] = st[e];
       s.Ac[r][c] = 0.5f * (st[D * D + e] + st[D * D + c * D + r]);
     }
-    // Lines 8-10's inputs (rows n.. zero); V into E (the residuals are computed in place), dO into dOn.
+    // Lines 8-10's inputs (rows n.. zero); dO into dOn; V into E for B1, which computes the residuals in
+    // place (B2 reads them from B1's stash).
     for (int e = tid; e < CM * D; e += kThreads) {
       const int t = e / D, c = e % D;
       const long long at = base + static_cast<long long>(c0 + t) * D + c;
@@ -313,7 +314,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
       if constexpr (kWhole) {
         s.Qf[t][c] = in ? elu_plus_one(x.q[at]) : 0.f;
         s.Kf[t][c] = in ? elu_plus_one(x.k[at]) : 0.f;
-        s.E[t][c] = in ? x.v[at] : 0.f;
+        if constexpr (W == Walk::B1) s.E[t][c] = in ? x.v[at] : 0.f;
         s.dOn[t][c] = in ? g.dout[at] : 0.f;
       }
     }

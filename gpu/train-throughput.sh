@@ -9,13 +9,19 @@
 # the rates alone decide whether a change helps a sweep (docs/gpu.md: fewer launches did not). With AB_FILE="F ...", both for the snapshot (B) and for it with those files
 # swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), the rates alternating A, B.
 # CONNECTIONS=K adds the snapshot's rates with CUDA_DEVICE_MAX_CONNECTIONS=K (the hardware queues the
-# streams of concurrent runs share; the driver's default is 8). Uses .device-carry as gpu/device-check.sh does.
-# usage: [AB_FILE="gpu/train/kernels.cu ..."] [CONNECTIONS=32] [STEPS=300] [PAIRS="8 32"] bash gpu/train-throughput.sh
+# streams of concurrent runs share; the driver's default is 8). FORMS="fused chunked" runs both parts once
+# per `--recurrent-form` instead of once with the default (auto); RUNS picks the concurrent run counts;
+# NCU=0 skips part 1.
+# Uses .device-carry as gpu/device-check.sh does.
+# usage: [AB_FILE="gpu/train/kernels.cu ..."] [CONNECTIONS=32] [STEPS=300] [PAIRS="8 32"] [FORMS="fused chunked"]
+#        [RUNS="1 4 16 32"] [NCU=0] bash gpu/train-throughput.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 STEPS=${STEPS:-300}
 PAIRS=${PAIRS:-"8 32"}
+FORMS=${FORMS:-auto}
+RUNS=${RUNS:-"1 4 16 32"}
 source gpu/device-env.sh
 if [ -n "${AB_FILE:-}" ]; then
   build_ab "$REPO" $AB_FILE; BINS="A B"
@@ -29,17 +35,20 @@ train() {  # train BIN PAIRS STEPS OUTDIR [more options]: one MQAR run (or sever
     --out "$dir" "$@" > /dev/null 2>&1
 }
 
-if command -v ncu > /dev/null; then
+if [ "${NCU:-1}" = 0 ]; then
+  echo "NCU=0: kernel breakdown skipped"
+elif command -v ncu > /dev/null; then
   v=B  # the snapshot only: kernel times do not drift between runs as rates do
   for n in $PAIRS; do
-    step "$v, ncu: the kernels of one training step at n = $n (runs of 4 and 8 steps)"
+   for form in $FORMS; do
+    step "$v, ncu: the kernels of one training step at n = $n, --recurrent-form $form (runs of 4 and 8 steps)"
     for s in 4 8; do
       rm -rf /tmp/ncu_run
       ncu --csv --metrics gpu__time_duration.sum /tmp/vla-$v train --device cuda --task mqar --pairs "$n" --mixer vla --steps $s \
-        --batch 64 --eval-batches 1 --checkpoint-every 100000 --seed 0 --out /tmp/ncu_run > "$OUT/ncu-$v-n$n-s$s.csv" 2> "$OUT/ncu.err" ||
-        { status=1; echo "ncu failed"; tail -5 "$OUT/ncu.err"; }
+        --batch 64 --eval-batches 1 --checkpoint-every 100000 --seed 0 --recurrent-form "$form" --out /tmp/ncu_run \
+        > "$OUT/ncu-$v-$form-n$n-s$s.csv" 2> "$OUT/ncu.err" || { status=1; echo "ncu failed"; tail -5 "$OUT/ncu.err"; }
     done
-    python3 - "$OUT/ncu-$v-n$n-s4.csv" "$OUT/ncu-$v-n$n-s8.csv" <<'PY'
+    python3 - "$OUT/ncu-$v-$form-n$n-s4.csv" "$OUT/ncu-$v-$form-n$n-s8.csv" <<'PY'
 import collections, csv, re, sys
 def kernels(path):
     rows = [l for l in open(path) if l.startswith('"')]
@@ -59,24 +68,27 @@ for k in names:
     dc, dt = (c8[k] - c4[k]) / 4, (t8[k] - t4[k]) / 4
     if dc: print(f"  {dc:6.1f} x {k:70s} {dt:8.1f} us")
 PY
+   done
   done
 else
   echo "ncu not found: kernel breakdown skipped"
 fi
 
 for n in $PAIRS; do
-  for R in 1 4 16 32; do
+  for R in $RUNS; do
     [ "$R" -gt "$(nproc)" ] && continue
     seeds=$(seq -s, 0 $((R - 1)))
     for v in $BINS ${CONNECTIONS:+B:$CONNECTIONS}; do
+     for form in $FORMS; do
       t0=$(date +%s.%N)
       if [ "$v" = "B:${CONNECTIONS:-}" ]; then
-        CUDA_DEVICE_MAX_CONNECTIONS=$CONNECTIONS train B "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla
+        CUDA_DEVICE_MAX_CONNECTIONS=$CONNECTIONS train B "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla --recurrent-form "$form"
       else
-        train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla
-      fi || { status=1; echo "train failed: $v, n = $n, R = $R"; }
+        train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla --recurrent-form "$form"
+      fi || { status=1; echo "train failed: $v, $form, n = $n, R = $R"; }
       t1=$(date +%s.%N)
-      python3 -c "w = $t1 - $t0; print(f'$v: n = $n, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
+      python3 -c "w = $t1 - $t0; print(f'$v ($form): n = $n, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
+     done
     done
   done
 done | tee "$OUT/throughput.log"

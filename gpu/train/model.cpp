@@ -3,6 +3,7 @@
 #include "gpu/train/model.hpp"
 
 #include "core/rules/gpu_support.hpp"
+#include "gpu/chunked_vla_backward.hpp"
 #include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/recurrent_backward.hpp"
@@ -46,7 +47,7 @@ struct GpuModel::Impl {
   bool gated() const { return trait.gated; }
   RecurrentForm form = RecurrentForm::Auto;  // asked for; resolved per batch shape in allocate()
   bool chunked = false;                      // this shape runs the chunked pair
-  int group_tokens = 0, starts_every = 0;    // the chunked pair's backward groups and the forward's group starts
+  int group_tokens = 0;                      // the chunked pair's backward groups (tokens)
   std::vector<std::size_t> off;            // start of tensor i in the flat arrays
   std::vector<int> rows, cols;             // tensor i's shape
   DeviceBuffer P, G, M, V;                 // flat parameters, gradient, AdamW moments
@@ -69,9 +70,10 @@ struct GpuModel::Impl {
     DeviceBuffer Q, K, V, U, G;       // row layout (N, hd): H1 W^T + b; U = u_raw (VLA); G = gate logits, (N, H) (DeltaNet)
     DeviceBuffer qb, kb, vb, ub, gb;  // the same in the kernels' layout (B, H, T, dh); gb (B, H, T)
     DeviceBuffer ob, O;               // the attention's output, (B, H, T, dh), then in row layout (N, hd)
-    // Recurrent mixers: this layer's backward workspace, which its forward fills with the backward's
-    // checkpoints (x.checkpoints), so the backward skips its own first forward pass. One per layer: all
-    // forwards run before the first backward.
+    // Recurrent mixers: what this layer's forward leaves for its backward: the fused pair's backward
+    // workspace filled with its checkpoints (x.checkpoints), so the backward skips its own first forward
+    // pass; the chunked pair's state before every chunk (chunk_starts). One per layer: all forwards run
+    // before the first backward.
     DeviceBuffer ck;
     MixerActs() = default;
     MixerActs(std::size_t n, std::size_t hd, std::size_t H)
@@ -113,6 +115,7 @@ struct GpuModel::Impl {
   DeviceBuffer work, partials;             // softmax attention's score workspace; grad_norm's kSumSqBlocks doubles
   DeviceBuffer colsum;                     // column_sums' per-split sums, sized for the step's largest
   DeviceBuffer dWu_full;                   // VLA: (hd, hd) dU^T K over all head pairs, its diagonal blocks dW_u
+  DeviceBuffer chunk_work;                 // the chunked pair's backward workspace, shared by the layers
 
   float* p(int i) const { return P.get() + off[i]; }
   float* g(int i) const { return G.get() + off[i]; }
@@ -162,10 +165,11 @@ struct GpuModel::Impl {
       plan = softmax_attention_plan(B, cfg.heads, T);
       work = DeviceBuffer(plan.workspace_floats);
     } else if (chunked) {
-      group_tokens = vla_group_backward_tokens(B, cfg.heads, T, cfg.d_head);
-      starts_every = chunked_vla_group_tokens(0, 0, trait.params, B * cfg.heads, T, true);
-      for (auto& y : L) y.mix.ck = DeviceBuffer(vla_group_backward_workspace_floats(B, cfg.heads, T, cfg.d_head, group_tokens));
+      group_tokens = chunked_vla_backward_group_tokens(0, trait.params, B, cfg.heads, T);
+      chunk_work = DeviceBuffer(chunked_vla_backward_workspace_floats(0, trait.params, B, cfg.heads, T, group_tokens));
+      for (auto& y : L) y.mix.ck = DeviceBuffer(chunked_vla_chunk_starts_floats(B, cfg.heads, T, 0, trait.params));
     } else {
+      chunk_work = DeviceBuffer();
       for (auto& y : L) y.mix.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
     }
   }
@@ -387,9 +391,9 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
   check_launch(bthc_to_bhtc(a.V.get(), B, T, H, dh, a.vb.get(), stream), "permute v");
   RecurrentTensors x = kernel_inputs(a);
   x.o = a.ob.get();
-  if (backward && !softmax()) {
-    if (!chunked) x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
-    x.checkpoints = a.ck.get();  // for this layer's backward (the chunked forward: its group starts)
+  if (backward && !softmax() && !chunked) {
+    x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
+    x.checkpoints = a.ck.get();  // for this layer's backward
   }
   if (kind() == RecurrentKind::Vla) u_forward(l, a);
   if (gated()) {  // gate logits G = H1 W_g^T + b_g, (N, H)
@@ -397,7 +401,7 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
     check_launch(bthc_to_bhtc(a.G.get(), B, T, H, 1, a.gb.get(), stream), "permute g");
   }
   if (softmax()) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
-  else if (chunked) check_launch(chunked_vla_forward(x, rp, 0, 0, stream), "chunked_vla_forward");
+  else if (chunked) check_launch(chunked_vla_forward(x, rp, 0, 0, stream, backward ? a.ck.get() : nullptr), "chunked_vla_forward");
   else check_launch(recurrent_forward(kind(), x, rp, stream), "recurrent_forward");
   check_launch(bhtc_to_bthc(a.ob.get(), B, T, H, dh, a.O.get(), stream), "permute o");
   linear_fwd(a.O.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f);  // X += Y (residual)
@@ -418,11 +422,12 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
   if (softmax())
     softmax_attention_backward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, plan, work.get());
   else {
-    x.checkpoints = a.ck.get();  // written by this layer's forward
-    if (chunked)
-      check_launch(vla_group_backward(x, rg, rp, group_tokens, starts_every, a.ck.get(), stream), "vla_group_backward");
-    else
+    if (chunked)  // from the chunk starts this layer's forward wrote
+      check_launch(chunked_vla_backward(x, rg, rp, 0, group_tokens, a.ck.get(), chunk_work.get(), stream), "chunked_vla_backward");
+    else {
+      x.checkpoints = a.ck.get();  // written by this layer's forward
       check_launch(recurrent_backward(kind(), x, rg, rp, a.ck.get(), stream), "recurrent_backward");
+    }
   }
   check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), stream), "permute dq");
   check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), stream), "permute dk");

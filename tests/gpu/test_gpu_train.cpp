@@ -95,7 +95,7 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
   }
 }
 
-// The chunked pair (chunked_vla_forward + vla_group_backward, `--recurrent-form chunked`) in the same
+// The chunked pair (chunked_vla_forward + chunked_vla_backward, `--recurrent-form chunked`) in the same
 // parity check: the same function as the fused pair, so the same bound against the CPU's double; its
 // state norms are NaN (it computes none), which also shows that it, not the fused pair, ran. Asked for
 // where it cannot run (another mixer or width), the model refuses, naming --recurrent-form.
@@ -105,7 +105,7 @@ TEST_CASE("GPU batch gradient through the chunked VLA pair equals the CPU model'
   ModelConfig c = small_model("vla");
   c.d_head = 32;
   const Params<float> p = vla::model::init_params<float>(c, 7);
-  for (int pairs : {4, 20}) {  // T = 13 (one group) and 61 (two backward groups of 32)
+  for (int pairs : {4, 20}) {  // T = 13 (one chunk) and 61 (chunks of 20, 20, 20, 1, each a backward group at this size)
     const auto batch = vla::train::make_batch(mqar(pairs), 8, vla::train::batch_seed(3, 0));
     const CpuReference ref = cpu_reference(c, p, batch);
     vla::gpu::train::GpuModel gm(c, p, nullptr, RecurrentForm::Chunked);
