@@ -35,16 +35,19 @@ struct GpuBatchResult {
 
 // Which kernels run VLA's recurrence (`vla train --device cuda --recurrent-form`): the fused pair
 // (recurrent_forward + recurrent_backward, with the state norms of the log) or the chunked pair
-// (chunked_vla_forward + vla_group_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
+// (chunked_vla_forward + chunked_vla_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
 // Auto takes the chunked pair for at most max_seqs sequences (B H) of at least min_T tokens, for any tier
-// below, where it measured faster: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU backward"), fused /
-// chunked ms: B H = 128: 2.40 / 1.97 at T = 256 .. 19.22 / 10.18 at 2048; B H = 192: 2.42 / 2.79 at 256,
-// 4.86 / 4.39 at 512 .. 19.43 / 15.07 at 2048; B H = 224: within 3% up to T = 1024 (left fused); B H = 32:
-// 1.17 / 1.57 at T = 128; B H = 256 (the paper's batch): fused faster at T = 128, 512 and 2048.
+// below, where one run measured faster with it: fwd+bwd on an H100 (docs/gpu.md, "Training throughput"),
+// fused / chunked ms: B H = 32: 0.30 / 0.21 at T = 32 .. 1.16 / 0.28 at 128; B H = 64: 2.32 / 0.61 at 256;
+// B H = 192: 2.43 / 1.12 at 256; B H = 256: 0.25 / 0.36 at T = 25, 0.95 / 0.77 at 97, 2.47 / 1.58 at 256.
+// B H = 256 (the paper's batch) stays fused: a study sweeps 16 such runs at once, and there the fused pair
+// gives more steps per second (MQAR n = 32, T = 97: 1.47 against 1.97 ms per run-step; at B H = 4096,
+// 16 runs' sequences in one launch, fused fwd+bwd 4.08 against 8.21 ms). The choice is the run's alone
+// (its shape), never the load of the GPU, so a run computes the same bits alone or in a sweep.
 struct ChunkedTrainTier {
   int max_seqs, min_T;
 };
-inline constexpr ChunkedTrainTier kChunkedTrainTiers[] = {{128, 256}, {192, 512}};
+inline constexpr ChunkedTrainTier kChunkedTrainTiers[] = {{32, 32}, {192, 97}};
 inline constexpr bool chunked_train_faster(int seqs, int T) {
   for (const ChunkedTrainTier& t : kChunkedTrainTiers)
     if (seqs <= t.max_seqs && T >= t.min_T) return true;
