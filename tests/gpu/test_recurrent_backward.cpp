@@ -73,36 +73,50 @@ vla::GpuKernel kernel_of(const std::string& mixer) {
   return k;
 }
 
+// A case on the device: its inputs uploaded, the gradient outputs NaN-poisoned (a gradient a kernel
+// leaves unwritten cannot pass), and the launches' tensor sets pointing at them; the gate, x.checkpoints
+// and g.dg are left to the caller.
+struct DeviceCase {
+  vla::gpu::DeviceBuffer q, k, v, u, dout, gate, dq, dk, dv, du, dg, o;
+  vla::gpu::RecurrentTensors x;
+  vla::gpu::RecurrentGrads g;
+  explicit DeviceCase(const Case& c)
+      : q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]), gate(c.gate), dq(c.in[0].size()), dk(c.in[0].size()),
+        dv(c.in[0].size()), du(c.in[0].size()), dg(c.gate.size()), o(c.in[0].size()) {
+    for (auto* b : {&dq, &dk, &dv, &du, &dg}) b->poison();
+    x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
+    x.B = c.s.B; x.H = c.s.H; x.T = c.s.T; x.d = c.s.d;
+    g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
+  }
+  // Waits for the launches, checks the error they left (named by `what`), downloads dq, dk, dv, du.
+  std::vector<std::vector<float>> grads(const std::string& what) {
+    vla::gpu::check(cudaDeviceSynchronize(), (what + " (sync)").c_str());
+    vla::gpu::check(cudaGetLastError(), (what + " (last error)").c_str());
+    return {dq.download(), dk.download(), dv.download(), du.download()};
+  }
+};
+
 // The gradients as a list: dq, dk, dv, then du (VLA's kernel) or dg (a gated DeltaNet; (B, H, T));
 // linear attention and an ungated DeltaNet have three.
 // fwd_ck: the forward kernel runs first and writes the checkpoints into the (NaN-poisoned) workspace,
 // and the backward is told so (x.checkpoints): the training path, pass 1 skipped.
 std::vector<std::vector<float>> run_gpu(const std::string& mixer, const Case& c, bool fwd_ck = false) {
-  using vla::gpu::DeviceBuffer;
   const vla::GpuKernel kern = kernel_of(mixer);
   const RecurrentKind kind = kern.kind;
   const Shape s = c.s;
-  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]), gate(c.gate);
-  const std::size_t n = c.in[0].size();
-  DeviceBuffer dq(n), dk(n), dv(n), du(n), dg(c.gate.size()), o(n),
-      ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
-  for (auto* b : {&dq, &dk, &dv, &du, &dg, &ws}) b->poison();
-  vla::gpu::RecurrentTensors x;
-  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.g = kern.gated ? gate.get() : nullptr;
-  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
-  vla::gpu::RecurrentGrads g;
-  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get(); g.dg = dg.get();
+  DeviceCase d(c);
+  vla::gpu::DeviceBuffer ws(vla::gpu::recurrent_backward_workspace_floats(s.B, s.H, s.T, s.d));
+  ws.poison();
+  d.x.g = kern.gated ? d.gate.get() : nullptr;
+  d.g.dg = d.dg.get();
   if (fwd_ck) {
-    x.o = o.get();
-    x.checkpoints = ws.get();
-    vla::gpu::check(vla::gpu::recurrent_forward(kind, x, kern.params), "recurrent_forward launch");
+    d.x.checkpoints = ws.get();
+    vla::gpu::check(vla::gpu::recurrent_forward(kind, d.x, kern.params), "recurrent_forward launch");
   }
-  vla::gpu::check(vla::gpu::recurrent_backward(kind, x, g, kern.params, ws.get()), "recurrent_backward launch");
-  vla::gpu::check(cudaDeviceSynchronize(), "recurrent_backward (sync)");
-  vla::gpu::check(cudaGetLastError(), "recurrent_backward (last error)");
-  std::vector<std::vector<float>> r{dq.download(), dk.download(), dv.download()};
-  if (kind == RecurrentKind::Vla) r.push_back(du.download());
-  if (kern.gated) r.push_back(dg.download());
+  vla::gpu::check(vla::gpu::recurrent_backward(kind, d.x, d.g, kern.params, ws.get()), "recurrent_backward launch");
+  std::vector<std::vector<float>> r = d.grads("recurrent_backward");
+  if (kind != RecurrentKind::Vla) r.pop_back();  // no du
+  if (kern.gated) r.push_back(d.dg.download());
   return r;
 }
 
@@ -156,49 +170,32 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
 // groups of chunked_group segments, 0 the launch's choice). Workspace and outputs poisoned. dq, dk, dv, du.
 struct GroupRun { std::vector<std::vector<float>> grads; int group_tokens, starts_every; };
 GroupRun run_gpu_group(const Case& c, const vla::gpu::RecurrentParams& p, int group_tokens, int chunked_group = -1, int chunk = 0) {
-  using vla::gpu::DeviceBuffer;
   const Shape s = c.s;
   if (group_tokens == 0) group_tokens = vla::gpu::vla_group_backward_tokens(s.B, s.H, s.T, s.d);
   const int starts_every = chunked_group < 0 ? 0 : vla::gpu::chunked_vla_group_tokens(chunk, chunked_group, p, s.B * s.H, s.T, true);
-  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
-  const std::size_t n = c.in[0].size();
-  DeviceBuffer dq(n), dk(n), dv(n), du(n), o(n), ws(vla::gpu::vla_group_backward_workspace_floats(s.B, s.H, s.T, s.d, group_tokens));
-  for (auto* b : {&dq, &dk, &dv, &du, &ws}) b->poison();
-  vla::gpu::RecurrentTensors x;
-  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get(); x.checkpoints = ws.get();
-  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
-  vla::gpu::RecurrentGrads g;
-  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
-  if (chunked_group < 0) vla::gpu::check(vla::gpu::recurrent_forward(RecurrentKind::Vla, x, p), "recurrent_forward launch");
-  else vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, chunked_group), "chunked_vla_forward launch");
-  vla::gpu::check(vla::gpu::vla_group_backward(x, g, p, group_tokens, starts_every, ws.get()), "vla_group_backward launch");
-  vla::gpu::check(cudaDeviceSynchronize(), "vla_group_backward (sync)");
-  vla::gpu::check(cudaGetLastError(), "vla_group_backward (last error)");
-  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens, starts_every};
+  DeviceCase d(c);
+  vla::gpu::DeviceBuffer ws(vla::gpu::vla_group_backward_workspace_floats(s.B, s.H, s.T, s.d, group_tokens));
+  ws.poison();
+  d.x.checkpoints = ws.get();
+  if (chunked_group < 0) vla::gpu::check(vla::gpu::recurrent_forward(RecurrentKind::Vla, d.x, p), "recurrent_forward launch");
+  else vla::gpu::check(vla::gpu::chunked_vla_forward(d.x, p, chunk, chunked_group), "chunked_vla_forward launch");
+  vla::gpu::check(vla::gpu::vla_group_backward(d.x, d.g, p, group_tokens, starts_every, ws.get()), "vla_group_backward launch");
+  return {d.grads("vla_group_backward"), group_tokens, starts_every};
 }
 
 // The chunk-form backward (chunked_vla_backward) after the chunked forward that leaves every chunk's start
 // state (chunk length `chunk`, 0 its default), with groups of group_tokens (0: its own choice). Outputs and
 // workspace poisoned. dq, dk, dv, du; starts_every reports the chunk length.
 GroupRun run_gpu_chunkwise(const Case& c, const vla::gpu::RecurrentParams& p, int group_tokens, int chunk = 0) {
-  using vla::gpu::DeviceBuffer;
   const Shape s = c.s;
   if (group_tokens == 0) group_tokens = vla::gpu::chunked_vla_backward_group_tokens(chunk, p, s.B, s.H, s.T);
-  DeviceBuffer q(c.in[0]), k(c.in[1]), v(c.in[2]), u(c.in[3]), dout(c.in[4]);
-  const std::size_t n = c.in[0].size();
-  DeviceBuffer dq(n), dk(n), dv(n), du(n), o(n), starts(vla::gpu::chunked_vla_chunk_starts_floats(s.B, s.H, s.T, chunk, p)),
+  DeviceCase d(c);
+  vla::gpu::DeviceBuffer starts(vla::gpu::chunked_vla_chunk_starts_floats(s.B, s.H, s.T, chunk, p)),
       ws(vla::gpu::chunked_vla_backward_workspace_floats(chunk, p, s.B, s.H, s.T, group_tokens));
-  for (auto* b : {&dq, &dk, &dv, &du, &starts, &ws}) b->poison();
-  vla::gpu::RecurrentTensors x;
-  x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
-  x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
-  vla::gpu::RecurrentGrads g;
-  g.dout = dout.get(); g.dq = dq.get(); g.dk = dk.get(); g.dv = dv.get(); g.du = du.get();
-  vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, 0, nullptr, starts.get()), "chunked_vla_forward launch");
-  vla::gpu::check(vla::gpu::chunked_vla_backward(x, g, p, chunk, group_tokens, starts.get(), ws.get()), "chunked_vla_backward launch");
-  vla::gpu::check(cudaDeviceSynchronize(), "chunked_vla_backward (sync)");
-  vla::gpu::check(cudaGetLastError(), "chunked_vla_backward (last error)");
-  return {{dq.download(), dk.download(), dv.download(), du.download()}, group_tokens, vla::gpu::chunked_vla_chunk(chunk, p)};
+  for (auto* b : {&starts, &ws}) b->poison();
+  vla::gpu::check(vla::gpu::chunked_vla_forward(d.x, p, chunk, 0, nullptr, starts.get()), "chunked_vla_forward launch");
+  vla::gpu::check(vla::gpu::chunked_vla_backward(d.x, d.g, p, chunk, group_tokens, starts.get(), ws.get()), "chunked_vla_backward launch");
+  return {d.grads("chunked_vla_backward"), group_tokens, vla::gpu::chunked_vla_chunk(chunk, p)};
 }
 
 // Checks a group-parallel run against the double reference at the fp32 bound, every element written and
