@@ -91,5 +91,5 @@ for n in $PAIRS; do
      done
     done
   done
-done | tee "$OUT/throughput.log"
+done > >(tee "$OUT/throughput.log")
 exit $status
