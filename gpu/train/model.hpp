@@ -41,7 +41,7 @@ struct GpuBatchResult {
 // fused / chunked ms: B H = 32: 0.30 / 0.21 at T = 32 .. 1.16 / 0.28 at 128; B H = 64: 2.32 / 0.61 at 256;
 // B H = 192: 2.43 / 1.12 at 256; B H = 256: 0.25 / 0.36 at T = 25, 0.95 / 0.77 at 97, 2.47 / 1.58 at 256.
 // B H = 256 (the paper's batch) stays fused: a study sweeps 16 such runs at once, and there the fused pair
-// gives more steps per second (MQAR n = 32, T = 97: 1.47 against 1.97 ms per run-step; at B H = 4096,
+// gives more steps per second (MQAR n = 32, T = 97: 1.47 against 1.97 ms per run-step, 300-step walls; at B H = 4096,
 // 16 runs' sequences in one launch, fused fwd+bwd 4.08 against 8.21 ms). The choice is the run's alone
 // (its shape), never the load of the GPU, so a run computes the same bits alone or in a sweep.
 struct ChunkedTrainTier {
