@@ -37,13 +37,14 @@ struct GpuBatchResult {
 // (recurrent_forward + recurrent_backward, with the state norms of the log) or the chunked pair
 // (chunked_vla_forward + chunked_vla_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
 // Auto takes the chunked pair for at most max_seqs sequences (B H) of at least min_T tokens, for any tier
-// below, where one run measured faster with it: fwd+bwd on an H100 (docs/gpu.md, "Training throughput"),
-// fused / chunked ms: B H = 32: 0.30 / 0.21 at T = 32 .. 1.16 / 0.28 at 128; B H = 64: 2.32 / 0.61 at 256;
-// B H = 192: 2.43 / 1.12 at 256; B H = 256: 0.25 / 0.36 at T = 25, 0.95 / 0.77 at 97, 2.47 / 1.58 at 256.
+// below, where one run measured faster with it: fwd+bwd on an H100 (docs/chunkwise-vla.md, "GPU backward in
+// the chunk form"), fused / chunked ms: B H = 32: 0.30 / 0.21 at T = 32 .. 1.16 / 0.28 at 128; B H = 64:
+// 2.32 / 0.61 at 256; B H = 192: 2.43 / 1.12 at 256; B H = 256: 0.25 / 0.36 at T = 25, 0.95 / 0.77 at 97.
 // B H = 256 (the paper's batch) stays fused: a study sweeps 16 such runs at once, and there the fused pair
-// gives more steps per second (MQAR n = 32, T = 97: 1.47 against 1.97 ms per run-step, 300-step walls; at B H = 4096,
-// 16 runs' sequences in one launch, fused fwd+bwd 4.08 against 8.21 ms). The choice is the run's alone
-// (its shape), never the load of the GPU, so a run computes the same bits alone or in a sweep.
+// gives more steps per second (MQAR n = 32, T = 97: 1.47 against 1.97 ms per run-step, 300-step walls; at
+// B H = 4096, 16 runs' sequences in one launch, fwd+bwd 4.08 against 8.21 ms; docs/gpu.md, "Training
+// throughput"). The choice is the run's alone (its shape), never the load of the GPU, so a run computes the
+// same bits alone or in a sweep.
 struct ChunkedTrainTier {
   int max_seqs, min_T;
 };
