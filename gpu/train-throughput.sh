@@ -4,7 +4,8 @@
 #      (MQAR n = 8 and 32, VLA, default model, batch 64); their difference over S2 - S1 is one step's
 #      kernels (launch count, GPU time by kernel name), without the set-up and the evaluation;
 #   2. the rate: wall time of R concurrent runs of STEPS steps (R = 1, 4, 16, and 32 where the host has
-#      the cores), per run-step, at n = 8 and 32.
+#      the cores), per run-step, at n = 8 and 32; the walls include each run's set-up (~1-1.5 s on an H100),
+#      which gpu/dev/batch-probe.sh's rates (two step counts, differenced) leave out.
 # One step's GPU time against the per-run-step rate of many runs says how far the runs overlap on the GPU;
 # the rates alone decide whether a change helps a sweep (docs/gpu.md: fewer launches did not). With AB_FILE="F ...", both for the snapshot (B) and for it with those files
 # swapped for their baselines in .device-carry/ab/ (A: device-env.sh's build_ab), the rates alternating A, B.
