@@ -29,8 +29,8 @@ for r in csv.DictReader(rows):
 for i, m in sorted(by.items(), key=lambda kv: int(kv[0])):
     t, tu = m["gpu__time_duration.sum"]; rd, ru = m["dram__bytes_read.sum"]; wr, wu = m["dram__bytes_write.sum"]
     occ = m["sm__warps_active.avg.pct_of_peak_sustained_active"][0]
-    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}
-    ts = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3}[tu]
+    scale = {"byte": 1, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9, "GB": 1e9}
+    ts = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3}[tu]
     b = rd * scale[ru] + wr * scale[wu]
     name = m["name"][:60]
     print(f"launch {i} {name}: {t} {tu}, DRAM read {rd} {ru}, write {wr} {wu}: {b / (t * ts) / 1e12:.2f} TB/s; warps active {occ:.1f}% of peak")
