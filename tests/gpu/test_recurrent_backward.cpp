@@ -340,29 +340,33 @@ TEST_CASE("fused backward from the forward kernel's checkpoints, small shapes (r
   check_shapes("deltanet", kSmallShapes, 5700, true);
 }
 
+// Every sequence of a (B, H) launch of the case `seed` at shape s must equal, bit for bit, the same sequence
+// launched alone; run(case) gives the gradients, each (B, H, T, d) or (B, H, T) (dg).
+template <class Run> void check_sequences_alone(const std::string& label, const Shape& s, std::uint64_t seed, Run&& run) {
+  const Case all = random_case(s, seed);
+  const auto g_all = run(all);
+  const std::size_t n = std::size_t(s.T) * s.d;
+  for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
+    Case one{{1, 1, s.T, s.d}, {}, {}};
+    for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
+    one.gate.assign(all.gate.begin() + seq * s.T, all.gate.begin() + (seq + 1) * s.T);
+    const auto g_one = run(one);
+    for (std::size_t a = 0; a < g_one.size(); ++a) {
+      const std::size_t len = g_one[a].size();
+      INFO(label << " d=" << s.d << " seq=" << seq << " gradient " << a);
+      CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * len));
+    }
+  }
+}
+
 TEST_CASE("fused backward is the same function of each sequence whatever the launch shape", "[gpu][bwd]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // One block per (b, h) with its own workspace slice and a fixed operation order: sequence (b, h)
   // of a (B, H) launch must equal, bit for bit, the same sequence launched alone. A difference means
   // blocks share scratch (a wrong workspace offset) or the result depends on scheduling (a race).
   for (const std::string kind : {"vla", "linear", "deltanet"})
-  for (int d : {16, 32, 64, 96, 128}) {
-    const Shape s{2, 2, 45, d};
-    const Case all = random_case(s, 900 + d);
-    const auto g_all = run_gpu(kind, all);
-    const std::size_t n = std::size_t(s.T) * d;
-    for (std::size_t seq = 0; seq < 4; ++seq) {
-      Case one{{1, 1, s.T, d}, {}, {}};
-      for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
-      one.gate.assign(all.gate.begin() + seq * s.T, all.gate.begin() + (seq + 1) * s.T);
-      const auto g_one = run_gpu(kind, one);
-      for (std::size_t a = 0; a < g_one.size(); ++a) {
-        const std::size_t len = g_one[a].size();  // (T, d) or (T) for dg
-        INFO(kind << " d=" << d << " seq=" << seq << " gradient " << a);
-        CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * len));
-      }
-    }
-  }
+    for (int d : {16, 32, 64, 96, 128})
+      check_sequences_alone(kind, {2, 2, 45, d}, 900 + d, [&](const Case& c) { return run_gpu(kind, c); });
 }
 
 TEST_CASE("fused backward rejects what it does not implement instead of launching", "[gpu][bwd]") {
@@ -433,20 +437,8 @@ TEST_CASE("group-parallel VLA backward is the same function of each sequence wha
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // Blocks per (sequence, group) with their own slots, chains per sequence: a sequence of a (B, H) launch
   // must equal, bit for bit, the same sequence alone. A difference is a wrong slot offset or a race.
-  const Shape s{2, 2, 100, 32};
-  const Case all = random_case(s, 9500);
   const auto p = kernel_of("vla").params;
-  const auto g_all = run_gpu_group(all, p, 32).grads;
-  const std::size_t n = std::size_t(s.T) * s.d;
-  for (std::size_t seq = 0; seq < 4; ++seq) {
-    Case one{{1, 1, s.T, s.d}, {}, {}};
-    for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
-    const auto g_one = run_gpu_group(one, p, 32).grads;
-    for (std::size_t a = 0; a < 4; ++a) {
-      INFO("seq=" << seq << " gradient " << a);
-      CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * n));
-    }
-  }
+  check_sequences_alone("vla group", {2, 2, 100, 32}, 9500, [&](const Case& c) { return run_gpu_group(c, p, 32).grads; });
 }
 
 TEST_CASE("group-parallel VLA backward and the chunked forward's checkpoints refuse what they do not implement", "[gpu][bwd][group-bwd]") {
@@ -519,20 +511,8 @@ TEST_CASE("chunk-form VLA backward is the same function of each sequence whateve
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // One block per (sequence, group), chains per sequence: a sequence of a (B, H) launch must equal, bit for
   // bit, the same sequence alone. A difference is a wrong slot or chunk-start offset, or a race.
-  const Shape s{2, 2, 130, 32};
-  const Case all = random_case(s, 9800);
   const auto p = kernel_of("vla").params;
-  const auto g_all = run_gpu_chunkwise(all, p, 40).grads;
-  const std::size_t n = std::size_t(s.T) * s.d;
-  for (std::size_t seq = 0; seq < 4; ++seq) {
-    Case one{{1, 1, s.T, s.d}, {}, {}};
-    for (int a = 0; a < 5; ++a) one.in[a].assign(all.in[a].begin() + seq * n, all.in[a].begin() + (seq + 1) * n);
-    const auto g_one = run_gpu_chunkwise(one, p, 40).grads;
-    for (std::size_t a = 0; a < 4; ++a) {
-      INFO("seq=" << seq << " gradient " << a);
-      CHECK(std::equal(g_one[a].begin(), g_one[a].end(), g_all[a].begin() + seq * n));
-    }
-  }
+  check_sequences_alone("vla chunk form", {2, 2, 130, 32}, 9800, [&](const Case& c) { return run_gpu_chunkwise(c, p, 40).grads; });
 }
 
 TEST_CASE("chunk-form VLA backward refuses what it does not implement", "[gpu][bwd][chunk-bwd]") {
