@@ -9,7 +9,9 @@
 // fp32 row-major on the device); stats and g are not read, checkpoints only as said below.
 // Covers what the fused kernel covers: the `vla` preset, rank 1, the delta clamp of line 13 (exact while it
 // does not fire: A stays SPD, so delta_t >= 1 > eps), the refresh of line 16 (chunks end on refresh steps,
-// so a chunk holds at most min(C, refresh_period) tokens), no S renormalisation. Every product in fp32.
+// so a chunk holds at most min(C, refresh_period) tokens), no S renormalisation. Every product in fp32
+// unless the caller asks for one-pass TF32 products (chunked_vla_forward's `products`).
+#include "core/product_operands.hpp"
 #include "gpu/recurrent_forward.hpp"  // RecurrentTensors, RecurrentParams
 
 #include <cuda_runtime.h>
@@ -82,7 +84,12 @@ std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, cons
 // slots of the checkpoints' layout (S, A row-major, then z), sequence seq's chunk i at slot seq chunks + i:
 // what the chunk-form backward (gpu/chunked_vla_backward.hpp) starts each chunk from. A is written as the
 // forward carries it (symmetric up to the rounding of its products).
+// products: how a chunk's tensor-core products read their operands (core/product_operands.hpp): Full (3xTF32,
+// as accurate as fp32 FMAs) or Tf32 (one pass, each operand rounded to 11 significant bits; the chains,
+// group_maps, factorisations, sweeps and norms stay in fp32 either way). Any other value:
+// cudaErrorInvalidValue.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
-                                cudaStream_t stream = nullptr, float* chunk_starts = nullptr);
+                                cudaStream_t stream = nullptr, float* chunk_starts = nullptr,
+                                ProductOperands products = ProductOperands::Full);
 
 }  // namespace vla::gpu

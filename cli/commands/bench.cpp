@@ -6,7 +6,8 @@
 //
 // `vla bench attention --device cuda`: times the fused forward kernels (VLA, linear attention, DeltaNet)
 // and each one's forward+backward (gpu/recurrent_backward.hpp), the chunkwise-parallel VLA forward
-// (gpu/chunked_vla_forward.hpp, at the head widths it has), and the toolkit's causal softmax attention
+// (gpu/chunked_vla_forward.hpp, at the head widths it has; also with one-pass TF32 products, a lower
+// precision timed beside it, never used unless asked for), and the toolkit's causal softmax attention
 // (gpu/softmax_attention.hpp, cuBLAS + row kernels, query-chunked so that T = 65536 fits), forward and
 // forward+backward, and prints the T where VLA becomes faster than that softmax;
 // with CUDA events, median of --reps timed runs after 2 warm-ups, on device-generated random inputs
@@ -83,8 +84,9 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 // `chunked`, of the chunkwise-parallel VLA forward instead (default chunk, Algorithm 1's parameters), and
 // as its backward the group-parallel one (gpu/recurrent_backward.hpp) from the forward's group starts, or
 // with `chunk_form` the chunk-form one (gpu/chunked_vla_backward.hpp) from the forward's chunk starts.
+// `products`: how the chunked forward's tensor-core products read their operands (core/product_operands.hpp).
 double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false,
-                   bool chunk_form = false) {
+                   bool chunk_form = false, vla::ProductOperands products = vla::ProductOperands::Full) {
   using vla::gpu::check;
   const std::size_t n = std::size_t(a.batch) * a.heads * T * a.d_head;
   vla::gpu::DeviceBuffer q(n), k(n), v(n), u(n), o(n), g(std::size_t(a.batch) * a.heads * T);  // (B, H, T, d), g (B, H, T)
@@ -117,7 +119,7 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
   if (matrix_bwd) starts = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_chunk_starts_floats(a.batch, a.heads, T, 0, {}));
   return median_event_ms(a.reps, [&] {
     if (matrix_bwd) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, starts.get()), "chunked_vla_forward");
-    else if (chunked) check(vla::gpu::chunked_vla_forward(x, {}), "chunked_vla_forward");
+    else if (chunked) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, nullptr, products), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
     if (matrix_bwd) check(vla::gpu::chunked_vla_backward(x, grads, {}, 0, 0, starts.get(), ws.get()), "chunked_vla_backward");
     else if (group_bwd) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");
@@ -192,14 +194,15 @@ void run(const BenchArgs& a) {
   const bool with_bwd = true;
   // The chunked VLA forward exists at the widths of kChunkedVlaHeads; elsewhere its column is NaN.
   const bool with_chunked = std::ranges::find(vla::gpu::kChunkedVlaHeads, a.d_head) != std::end(vla::gpu::kChunkedVlaHeads);
-  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>14} {:>12} {:>12} {:>12} {:>14} {:>16}\n", "T", "vla ms",
+  fmt::print("{:>7} {:>12} {:>12} {:>12} {:>12} {:>14} {:>12} {:>16} {:>10} {:>14} {:>12} {:>12} {:>12} {:>14} {:>16} {:>12}\n", "T", "vla ms",
              "vla chunked", "linear ms", "deltanet ms", "vla us/step", "vla/deltanet", "vla fwd+bwd ms", "fb/fwd", "chunked fwd+bwd",
-             "lin fwd+bwd", "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms", "chunk-form f+b");
+             "lin fwd+bwd", "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms", "chunk-form f+b", "chunked tf32");
   // vla_chunked_fwdbwd_ms: the chunked forward with the group-parallel token-walk backward;
-  // vla_chunkform_fwdbwd_ms: with the chunk-form backward.
+  // vla_chunkform_fwdbwd_ms: with the chunk-form backward; vla_chunked_tf32_ms: the chunked forward with
+  // one-pass TF32 products (a precision of its own, never chosen for the user: docs/chunkwise-vla.md).
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "vla_chunked_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms",
                            "vla_chunked_fwdbwd_ms", "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms",
-                           "vla_chunkform_fwdbwd_ms"});
+                           "vla_chunkform_fwdbwd_ms", "vla_chunked_tf32_ms"});
   std::vector<double> vla_f, vla_c, vla_fb, vla_cfb, sm_f, sm_fb;
   for (int T : a.T) {
     const double v = time_kernel(vla::gpu::RecurrentKind::Vla, a, T);
@@ -212,10 +215,11 @@ void run(const BenchArgs& a) {
     const double lfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::Linear, a, T, true) : nan;
     const double dfb = with_bwd ? time_kernel(vla::gpu::RecurrentKind::DeltaNet, a, T, true) : nan;
     const double mfb = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, true, true, true) : nan;
+    const double vct = with_chunked ? time_kernel(vla::gpu::RecurrentKind::Vla, a, T, false, true, false, vla::ProductOperands::Tf32) : nan;
     const double sm = time_softmax(a, T, false), smfb = time_softmax(a, T, true);
-    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>14.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>16.4g}\n",
-               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, cfb, lfb, dfb, sm, smfb, mfb);
-    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, cfb, lfb, dfb, sm, smfb, mfb});
+    fmt::print("{:>7} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>12.3g} {:>16.4g} {:>10.3g} {:>14.4g} {:>12.4g} {:>12.4g} {:>12.4g} {:>14.4g} {:>16.4g} {:>12.4g}\n",
+               T, v, vc, l, dn, 1e3 * v / T, v / dn, fb, fb / v, cfb, lfb, dfb, sm, smfb, mfb, vct);
+    table.add_row({double(a.batch), double(a.heads), double(a.d_head), double(T), v, vc, l, dn, fb, cfb, lfb, dfb, sm, smfb, mfb, vct});
     vla_f.push_back(v); vla_c.push_back(vc); vla_fb.push_back(fb); vla_cfb.push_back(cfb); sm_f.push_back(sm); sm_fb.push_back(smfb);
   }
   fmt::print("B={} H={} d={}: VLA forward becomes faster than the toolkit softmax forward at T {} (chunked: {}); "

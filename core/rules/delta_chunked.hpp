@@ -19,6 +19,7 @@
 // In exact arithmetic (D1)-(D3) equal the recurrence for every chunk size (tests/core/chunked_forms.cpp,
 // mp50); the triangular solve is where the chunked form rounds differently (measured there in float and
 // bfloat16 against mp50).
+#include "core/product_operands.hpp"
 #include "core/rules/additive_chunked.hpp"  // chunk_decay
 #include "core/scalar.hpp"
 
@@ -46,23 +47,33 @@ template <class T> struct DeltaCoefficients {
 // W (n, d_k) is the direction each token writes along, K (n, d_k) the key its residual reads with (W = K
 // but for VLA: core/rules/vla/chunked.hpp). a, b, c (n) are the chunk's coefficients; Kz as in
 // delta_chunked below.
+// A matrix product's operand as `ops` has the product read it (core/product_operands.hpp): M itself, or
+// every entry rounded to TF32, which emulates one tensor-core pass in any scalar.
+template <class T> Mat<T> product_operand(const Mat<T>& M, ProductOperands ops) {
+  if (ops == ProductOperands::Full) return M;
+  return M.unaryExpr([](const T& x) { return scalar_cast<T>(round_to_tf32(scalar_cast<double>(x))); });
+}
+
+// `ops`: how the chunk's matrix products read their operands (the sums stay in T); the read's running key
+// sum (D3) is not a matrix product on the GPU either and is never rounded.
 template <class T>
 Mat<T> delta_chunk_step(Mat<T>& S, Vec<T>& z, const Mat<T>& Q, const Mat<T>& K, const Mat<T>& W, const Mat<T>& Kz, const Mat<T>& V,
-                        const DeltaCoefficients<T>& w, bool normalised, const T& eps) {
+                        const DeltaCoefficients<T>& w, bool normalised, const T& eps, ProductOperands ops = ProductOperands::Full) {
   const Eigen::Index n = Q.rows();
   const auto [D, G, Gprev] = chunk_decay<T>(w.a);  // the decays of a, as (C1)
+  const auto op = [ops](const Mat<T>& M) { return product_operand<T>(M, ops); };
   // (D1): right-hand side, then forward substitution through the strictly lower L.
-  const Mat<T> KW = K * W.transpose();
-  Mat<T> U = V - (w.c.cwiseProduct(Gprev)).asDiagonal() * (K * S.transpose());
+  const Mat<T> KW = op(K) * op(W).transpose();
+  Mat<T> U = V - (w.c.cwiseProduct(Gprev)).asDiagonal() * (op(K) * op(S).transpose());
   for (Eigen::Index i = 0; i < n; ++i) {
     const T bi = w.b(i), ci = w.c(i);
     U.row(i) *= bi;
     for (Eigen::Index j = 0; j < i; ++j) U.row(i) -= (bi * ci * D(i - 1, j) * KW(i, j)) * U.row(j);
   }
   // (D2)
-  const Mat<T> A = (Q * W.transpose()).cwiseProduct(D);
-  Mat<T> O = G.asDiagonal() * (Q * S.transpose());
-  O.noalias() += A * U;
+  const Mat<T> A = (op(Q) * op(W).transpose()).cwiseProduct(D);
+  Mat<T> O = G.asDiagonal() * (op(Q) * op(S).transpose());
+  O.noalias() += op(A) * op(U);
   if (normalised) {
     // (D3): the running sum is undecayed and adds Kz, not K.
     Mat<T> QKz = Q * Kz.transpose();
@@ -75,7 +86,7 @@ Mat<T> delta_chunk_step(Mat<T>& S, Vec<T>& z, const Mat<T>& Q, const Mat<T>& K, 
     }
     z += Kz.colwise().sum().transpose();
   }
-  S = G(n - 1) * S + U.transpose() * D.row(n - 1).asDiagonal() * W;
+  S = G(n - 1) * S + op(U).transpose() * D.row(n - 1).asDiagonal() * op(W);
   return O;
 }
 

@@ -11,6 +11,7 @@
 #include <Eigen/Eigenvalues>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,11 @@ template <class T> Recurrence<T> recurrence(const VlaOptions& opt, const HeadStr
   return r;
 }
 
-template <class T> VlaChunked<T> chunked(const VlaOptions& opt, const HeadStream& s, int chunk, const VlaChunkObserver<T>& obs = {}) {
+template <class T>
+VlaChunked<T> chunked(const VlaOptions& opt, const HeadStream& s, int chunk, const VlaChunkObserver<T>& obs = {},
+                      ProductOperands ops = ProductOperands::Full) {
   auto rows = [](const Mat<double>& m) { return cast_matrix<T>(Mat<double>(m.transpose())); };
-  return vla_chunked<T>(vla_features<T>(rows(s.q), rows(s.k), rows(s.u), opt), rows(s.v), opt, chunk, obs);
+  return vla_chunked<T>(vla_features<T>(rows(s.q), rows(s.k), rows(s.u), opt), rows(s.v), opt, chunk, obs, nullptr, ops);
 }
 
 double rel(const Mat<mp50>& a, const Mat<mp50>& b) { return to_double(mp50((a - b).norm() / b.norm())); }
@@ -153,4 +156,43 @@ TEST_CASE("chunked VLA refuses what it does not cover, naming the parameter", "[
   CHECK_THROWS_WITH(chunked<double>(renorm, s, 2), Catch::Contains("renormalise_S"));
   const VlaFeatures<double> f{Mat<double>::Ones(5, 3), Mat<double>::Ones(5, 3), Mat<double>::Ones(5, 3), Mat<double>::Ones(4, 3)};
   CHECK_THROWS_WITH(vla_chunked<double>(f, Mat<double>::Ones(5, 3), VlaOptions{}, 2), Catch::Contains("shape"));
+}
+
+TEST_CASE("round_to_tf32 rounds to nearest at 11 significant bits, ties to even", "[chunked][vla]") {
+  // TF32 keeps 10 mantissa bits: around 1 its spacing is 2^-10. If this fails, the CPU emulation of the
+  // GPU's one-pass products rounds to another width or direction, and the GPU test that holds the kernel to
+  // it measures against the wrong model.
+  const double u = std::ldexp(1.0, -10);
+  CHECK(round_to_tf32(1.0 + u) == 1.0 + u);                // representable: unchanged
+  CHECK(round_to_tf32(1.0 + 0.5 * u) == 1.0);              // a tie: to the even neighbour below
+  CHECK(round_to_tf32(1.0 + 1.5 * u) == 1.0 + 2 * u);      // a tie: to the even neighbour above
+  CHECK(round_to_tf32(1.0 + 0.75 * u) == 1.0 + u);         // nearest
+  CHECK(round_to_tf32(-(1.0 + 0.75 * u)) == -(1.0 + u));   // symmetric in sign
+  CHECK(round_to_tf32(3.0 * std::ldexp(1.0, -140)) == 3.0 * std::ldexp(1.0, -140));  // scale-free
+  CHECK(round_to_tf32(1.0 / 3.0) == 1365.0 / 4096.0);      // 1365.33... / 2^12
+  CHECK(round_to_tf32(0.0) == 0.0);
+  CHECK(std::isinf(round_to_tf32(std::numeric_limits<double>::infinity())));
+  CHECK(std::isnan(round_to_tf32(std::numeric_limits<double>::quiet_NaN())));
+}
+
+TEST_CASE("chunked VLA with TF32 product operands moves the outputs by TF32 roundings, within their linear bound", "[chunked][vla]") {
+  // The emulation the GPU's one-pass TF32 forward is held to (tests/gpu/test_chunked_vla_forward.cpp). Every
+  // product operand rounded at 2^-11 must move the outputs far past double's rounding (an emulation that
+  // rounds nothing leaves them within ~1e-15: the lower bound 2^-20), and by no more than the GPU tests'
+  // linear-growth bound with TF32's unit roundoff, T d 2^-11 (a larger change means something other than
+  // the operands' rounding changed). The refresh on and off, chunks that divide T and that do not.
+  const int d = 8, T = 40;
+  const HeadStream s = chunk_test_stream(d, T, 5);
+  for (int period : {20, 0}) {
+    VlaOptions opt;
+    opt.penalty.refresh_period = period;
+    for (int chunk : {1, 7, 16}) {
+      const Mat<double> full = chunked<double>(opt, s, chunk).O;
+      const Mat<double> tf32 = chunked<double>(opt, s, chunk, {}, ProductOperands::Tf32).O;
+      const double e = (tf32 - full).norm() / full.norm();
+      INFO("refresh " << period << " chunk " << chunk << ": rel change " << e);
+      CHECK(e >= std::ldexp(1.0, -20));
+      CHECK(e <= double(T) * d * std::ldexp(1.0, -11));
+    }
+  }
 }

@@ -2,9 +2,10 @@
 // rule, core/rules/vla/forward.hpp) on fresh random inputs: several launch shapes, chunk lengths from 1 to
 // 32, T a multiple of none of them, the refresh on and off, outputs poisoned with NaN before every run.
 // Tagged [gpu]; passes with a warning and checks nothing where no CUDA device is visible (CI).
-#include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_query.hpp"
+#include "core/rules/vla/chunked.hpp"
+#include "gpu/chunked_vla_forward.hpp"
 #include "tests/gpu/recurrent_reference.hpp"
 
 #include <catch2/catch.hpp>
@@ -23,7 +24,8 @@ vla::gpu::RecurrentParams params(int refresh_period) {
 }
 
 // One launch of the chunked kernel (chunk 0: the default) or, with chunk < 0, of the fused recurrent kernel.
-std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::RecurrentParams& p, int group = 0) {
+std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::RecurrentParams& p, int group = 0,
+                           vla::ProductOperands products = vla::ProductOperands::Full) {
   using vla::gpu::DeviceBuffer;
   const Shape s = in.s;
   DeviceBuffer q(in.q), k(in.k), v(in.v), u(in.u), o(in.q.size());
@@ -31,7 +33,7 @@ std::vector<float> run_gpu(const Inputs& in, int chunk, const vla::gpu::Recurren
   vla::gpu::RecurrentTensors x;
   x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
   x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
-  vla::gpu::check(chunk < 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, group),
+  vla::gpu::check(chunk < 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p) : vla::gpu::chunked_vla_forward(x, p, chunk, group, nullptr, nullptr, products),
                   "forward launch");
   vla::gpu::check(cudaDeviceSynchronize(), "forward (sync)");
   vla::gpu::check(cudaGetLastError(), "forward (last error)");
@@ -43,6 +45,29 @@ Outputs run_cpu_vla(const Inputs& in, int refresh_period) {
   cfg.mixer = "vla";
   cfg.penalty.refresh_period = refresh_period;
   return run_cpu(cfg, in);
+}
+
+// The CPU chunked form (core/rules/vla/chunked.hpp) in double over each sequence at chunk C, its products
+// reading their operands as `ops` says: with Tf32, the emulation of the kernel's one-pass products.
+std::vector<float> run_cpu_chunked(const Inputs& in, int refresh_period, int C, vla::ProductOperands ops) {
+  const Shape s = in.s;
+  std::vector<float> o(in.q.size());
+  vla::VlaOptions opt = vla::VlaOptions::preset("vla");
+  opt.penalty.refresh_period = refresh_period;
+  for (int seq = 0; seq < s.B * s.H; ++seq) {
+    const std::size_t base = std::size_t(seq) * s.T * s.d;
+    const auto rows = [&](const std::vector<float>& x) {  // (T, d): the sequence's tokens as rows
+      vla::Mat<double> m(s.T, s.d);
+      for (int t = 0; t < s.T; ++t)
+        for (int i = 0; i < s.d; ++i) m(t, i) = x[base + std::size_t(t) * s.d + i];
+      return m;
+    };
+    const auto r = vla::vla_chunked<double>(vla::vla_features<double>(rows(in.q), rows(in.k), rows(in.u), opt), rows(in.v), opt, C, {},
+                                            nullptr, ops);
+    for (int t = 0; t < s.T; ++t)
+      for (int i = 0; i < s.d; ++i) o[base + std::size_t(t) * s.d + i] = float(r.O(t, i));
+  }
+  return o;
 }
 
 bool all_finite(const std::vector<float>& x) {
@@ -72,6 +97,39 @@ TEST_CASE("chunked VLA forward matches Algorithm 1 in double within the fp32 bou
         const double e = rel_err(gpu, cpu.o);
         WARN("chunked C=" << vla::gpu::chunked_vla_chunk(chunk, p) << " T=" << s.T << " refresh " << period << ": rel err " << e);
         CHECK(e <= tol);
+      }
+    }
+}
+
+TEST_CASE("chunked VLA forward with one-pass TF32 products rounds as the CPU emulation of that pass", "[gpu][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // Both errors are against Algorithm 1 in double: the kernel's with one-pass TF32 products, and the CPU
+  // chunked form's in double with every product operand rounded to TF32 (core/product_operands.hpp), the
+  // same products the kernel runs on its tensor cores. Two runs of one rounding model on the same inputs
+  // differ only in which way single roundings fall (the kernel keeps its chains, group maps and sweeps in
+  // fp32, the emulation sums in double), hence the factor 4 above. If that fails, the kernel rounds worse
+  // than one TF32 rounding per operand explains: a fragment read wrong, an operand rounded twice, a
+  // truncation building up along the accumulators. The factor 16 below only has to tell one pass from the
+  // three of the full products, ~2^10 closer: if it fails, `products` does not reach the kernels.
+  std::uint64_t seed = 3100;
+  for (const Shape s : {Shape{2, 3, 67, 32}, Shape{1, 2, 1009, 32}})
+    for (int period : {20, 0}) {
+      const Inputs in = random_inputs(s, seed++);
+      const Outputs cpu = run_cpu_vla(in, period);
+      const auto p = params(period);
+      for (int chunk : {0, 7, 16}) {
+        const int C = vla::gpu::chunked_vla_chunk(chunk, p);
+        INFO("B=" << s.B << " H=" << s.H << " T=" << s.T << " refresh " << period << " C " << C);
+        // The emulation runs the kernel's Algorithm 1: with full products it is the reference itself, to
+        // the float outputs' rounding (2^-24 each side).
+        REQUIRE(rel_err(run_cpu_chunked(in, period, C, vla::ProductOperands::Full), cpu.o) <= std::ldexp(1.0, -22));
+        const double e_model = rel_err(run_cpu_chunked(in, period, C, vla::ProductOperands::Tf32), cpu.o);
+        const std::vector<float> gpu = run_gpu(in, chunk, p, 0, vla::ProductOperands::Tf32);
+        REQUIRE(all_finite(gpu));
+        const double e = rel_err(gpu, cpu.o);
+        WARN("tf32 products C=" << C << " T=" << s.T << " refresh " << period << ": rel err " << e << ", CPU emulation " << e_model);
+        CHECK(e <= 4 * e_model);
+        CHECK(e >= e_model / 16);
       }
     }
 }
@@ -180,6 +238,7 @@ TEST_CASE("chunked VLA forward rejects what it does not implement instead of lau
   vla::gpu::RecurrentParams big_eps = p;  // eps > 1: line 13's clamp could fire, which the chunk form does not do
   big_eps.eps = 2.f;
   CHECK(vla::gpu::chunked_vla_forward(x, big_eps) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 0, nullptr, nullptr, static_cast<vla::ProductOperands>(7)) == cudaErrorInvalidValue);
   vla::gpu::check(cudaDeviceSynchronize(), "sync");
   for (float e : o.download()) CHECK(std::isnan(e));
 }

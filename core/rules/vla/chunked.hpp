@@ -97,9 +97,13 @@ template <class T> struct VlaChunkStart {
   Vec<T> z;                    // (d): z_c
 };
 
+// `ops`: how the chunk's matrix products read their operands (core/product_operands.hpp); Tf32 rounds the
+// operands of the products the GPU forward runs on its tensor cores (W, G, K A_c, K Y^T, KYD Y, Y^T D^-1 Y
+// and the memory's, delta_chunk_step) and leaves the factorisation, the sweeps and the norms in T.
 template <class T>
 VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOptions& opt, int chunk,
-                          const VlaChunkObserver<T>& observe = {}, std::vector<VlaChunkStart<T>>* starts = nullptr) {
+                          const VlaChunkObserver<T>& observe = {}, std::vector<VlaChunkStart<T>>* starts = nullptr,
+                          ProductOperands ops = ProductOperands::Full) {
   opt.validate();
   const Eigen::Index len = f.Khat.rows(), d = f.Khat.cols(), dv = V.cols();
   if (chunk < 1) throw std::invalid_argument(fmt::format("chunk: the chunk size must be >= 1, got {}", chunk));
@@ -115,6 +119,7 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
   const int period = opt.fixed_A ? 0 : opt.penalty.refresh_period;  // fixed A: the tracker is never updated
   const bool post = opt.gain != VlaGain::RlsPrior;                   // reads A_t (line 19), not A_{t-1}
   const T nan = scalar_cast<T>(std::numeric_limits<double>::quiet_NaN());
+  const auto op = [ops](const Mat<T>& M) { return product_operand<T>(M, ops); };  // a product's operand
 
   VlaChunked<T> r{Mat<T>(len, dv), Mat<T>(len, d), Vec<T>::Constant(len, nan), Mat<T>::Zero(dv, d), Vec<T>::Zero(d),
                   Mat<T>(Mat<T>::Identity(d, d) * T(T(1) / scalar_cast<T>(opt.penalty.lambda0))), 0, 0};  // line 4
@@ -127,8 +132,9 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
     Mat<T> G;          // (n, n), for the observer
     T shift = T(0);    // a multiple of I added to A at the chunk's last token (refresh, or the skip's eps)
     if (!opt.fixed_A) {
-      const Mat<T> W = f.U.middleRows(c0, n) * r.A;  // rows w_t = A_c u_t (A_c symmetric)
-      G = Mat<T>::Identity(n, n) + f.U.middleRows(c0, n) * W.transpose();  // (V1)
+      const Mat<T> Uc = op(f.U.middleRows(c0, n));
+      const Mat<T> W = Uc * op(r.A);                           // rows w_t = A_c u_t (A_c symmetric)
+      G = Mat<T>::Identity(n, n) + Uc * op(W).transpose();  // (V1)
       // Unpivoted L D L^T, row by row, the guard applied to each pivot as it is produced.
       Mat<T> L = Mat<T>::Identity(n, n);
       D.resize(n);
@@ -165,12 +171,12 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
     const Mat<T> Kc = K.topRows(n);
 
     // (V3): alpha_t = A_t k_hat_t (or A_{t-1} k_hat_t for RLS), A_c symmetric so (A_c k)^T = k^T A_c.
-    Mat<T> alpha = Kc * r.A;
+    Mat<T> alpha = op(Kc) * op(r.A);
     if (D.size() > 0) {
-      Mat<T> KY = Kc * Y.transpose() * D.cwiseInverse().asDiagonal();
+      Mat<T> KY = (op(Kc) * op(Y).transpose()) * D.cwiseInverse().asDiagonal();
       if (post) KY.template triangularView<Eigen::StrictlyUpper>().setZero();
       else KY.template triangularView<Eigen::Upper>().setZero();
-      alpha.noalias() -= KY * Y;
+      alpha.noalias() -= op(KY) * op(Y);
     }
     if (post) alpha.row(n - 1) += shift * Kc.row(n - 1);  // the last token reads A after its own shift
     for (Eigen::Index i = 0; i < n; ++i) {
@@ -184,7 +190,9 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
     }
     // (V4)
     if (D.size() > 0) {
-      const Mat<T> dA = Y.transpose() * D.cwiseInverse().asDiagonal() * Y;
+      // The GPU scales Y's rows by D^-1 before its product reads them, and so does the TF32 emulation.
+      const Mat<T> dA = ops == ProductOperands::Full ? Mat<T>(Y.transpose() * D.cwiseInverse().asDiagonal() * Y)
+                                                     : Mat<T>(op(Y).transpose() * op(D.cwiseInverse().asDiagonal() * Y));
       r.A -= (dA + dA.transpose()) / T(2);  // symmetric in every format, as the recurrence's z z^T / delta
     }
     r.A.diagonal().array() += shift;
@@ -198,7 +206,7 @@ VlaChunked<T> vla_chunked(const VlaFeatures<T>& f, const Mat<T>& V, const VlaOpt
       observe(G, IL);
     }
     r.O.middleRows(c0, n) = delta_chunk_step<T>(r.S, r.z, f.Qf.middleRows(c0, n), Kc, alpha, f.Kf.middleRows(c0, n),
-                                                V.middleRows(c0, n), {ones, ones, ones}, true, eps);
+                                                V.middleRows(c0, n), {ones, ones, ones}, true, eps, ops);
     r.alpha.middleRows(c0, n) = alpha;
     if (starts) starts->back().n = n;
     ++r.chunks;
