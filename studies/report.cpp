@@ -177,10 +177,14 @@ std::string chunked_vla_section(const fs::path& out_dir) {
                    "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
                    "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md).\n\n",
                    reps.empty() ? "R" : reps, device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
-  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (anchor) | "
-       "chunked / fla |\n|---|---|---|---|---|---|---|---|\n";
   const CsvData t = read_csv(csv);
+  // The one-pass TF32 products' column (core/product_operands.hpp), where the benchmark timed them.
+  const bool tf32 = std::ranges::find(t.header, "vla_chunked_tf32_ms") != t.header.end();
+  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (anchor) | "
+       "chunked / fla |";
+  m += tf32 ? " chunked, one-pass TF32 products | TF32 / fla |\n|---|---|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|---|\n";
   const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
+  const auto chunked_tf32 = tf32 ? t.column("vla_chunked_tf32_ms") : std::vector<double>(T.size(), std::nan(""));
   // bench_torch.py's column, or NaN (an empty cell) where the CSV has none.
   const auto torch_column = [&](const char* name) {
     return std::ranges::find(t.header, name) != t.header.end() ? t.column(name) : std::vector<double>(T.size(), std::nan(""));
@@ -191,9 +195,12 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   for (std::size_t i = 0; i < T.size(); ++i) {
     const auto fla = anchor(T[i]);
     const bool s = std::isfinite(sdpa_bf16[i]), f = fla != std::end(kFlaAnchors);
-    m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} | {} | {} |\n", T[i], fused[i], chunked[i], fused[i] / chunked[i],
+    m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} | {} | {} |", T[i], fused[i], chunked[i], fused[i] / chunked[i],
                      cell(s, sdpa_bf16[i], "{:.3g}"), cell(s, chunked[i] / sdpa_bf16[i], "{:.2f}"),
                      cell(f, f ? fla->fwd : 0, "{:.3g}"), cell(f, f ? chunked[i] / fla->fwd : 0, "{:.2f}"));
+    const bool x = std::isfinite(chunked_tf32[i]);
+    if (tf32) m += fmt::format(" {} | {} |", cell(x, chunked_tf32[i], "{:.3f}"), cell(f && x, f ? chunked_tf32[i] / fla->fwd : 0, "{:.2f}"));
+    m += "\n";
   }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
   if (std::ranges::find(t.header, "vla_chunked_fwdbwd_ms") == t.header.end()) return m + "\n";

@@ -121,14 +121,15 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
     std::ofstream(s.path / "logs" / "recipe-order" / "verdict.json") << v.dump();
   }
   // A chunked-forward benchmark (`vla bench attention` CSV with the columns gpu/bench_torch.py adds, its
-  // log with the device, the repetitions and the snapshot): the report shows fused, chunked, SDPA bf16 and fla's anchor per
+  // log with the device, the repetitions and the snapshot): the report shows fused, chunked (full and one-pass TF32
+  // products), SDPA bf16 and fla's anchor per
   // T with their ratios, forward and forward + backward (both chunked backwards); a cell not run (nan) stays empty. Missing, the
   // report would not carry the chunked form's benchmark.
   fs::create_directories(s.path / "gpu-bench");
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.csv")
       << "B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms,sdpa_bf16_ms,sdpa_fp32_ms,py_loop_ms,sdpa_bf16_fwdbwd_ms,"
-         "vla_chunkform_fwdbwd_ms\n"
-         "8,4,32,4096,4.0,2.0,40.0,8.0,0.5,2.0,100.0,4.0,5.0\n8,4,32,8192,8.0,4.0,80.0,16.0,nan,4.0,nan,nan,nan\n";
+         "vla_chunkform_fwdbwd_ms,vla_chunked_tf32_ms\n"
+         "8,4,32,4096,4.0,2.0,40.0,8.0,0.5,2.0,100.0,4.0,5.0,1.5\n8,4,32,8192,8.0,4.0,80.0,16.0,nan,4.0,nan,nan,nan,nan\n";
   std::ofstream(s.path / "gpu-bench" / "chunked-vla-8-4-32.log")
       << "snapshot: abc1234\ndevice 0: Test GPU\nfused forward, median of 7 CUDA-event timed runs\n| T | vla ms |\n| 4096 | 9 |\n";
   // The report gathers the ledger (whose training claims now read these verdicts, labelled quick) and
@@ -146,9 +147,10 @@ TEST_CASE("every study runs in --quick mode and writes its files and a computed 
   CHECK(report.find("n = 8: 0% of seeds; n = 16: 20% of seeds;") != std::string::npos);
   CHECK(report.find("--reps 7` and `gpu/bench_torch.py` in one call (gpu/device-env.sh bench_attention) on Test GPU, git abc1234") !=
         std::string::npos);
-  // Forward, then forward + backward; fla's anchor (and the ratio to it) only at the T it was measured at.
-  CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 | 0.865 | 2.31 |") != std::string::npos);
-  CHECK(report.find("| 8192 | 8.00 | 4.000 | 2.00 |  |  |  |  |") != std::string::npos);
+  // Forward (with the one-pass TF32 products' column), then forward + backward; fla's anchor (and the ratio
+  // to it) only at the T it was measured at.
+  CHECK(report.find("| 4096 | 4.00 | 2.000 | 2.00 | 0.5 | 4.00 | 0.865 | 2.31 | 1.500 | 1.73 |") != std::string::npos);
+  CHECK(report.find("| 8192 | 8.00 | 4.000 | 2.00 |  |  |  |  |  |  |") != std::string::npos);
   // Forward + backward with both backwards after the chunked forward: the ratios are the faster one's (the
   // chunk form's 5 ms at 4096; at 8192 it was not run, an empty cell, and the group backward's 16 ms counts).
   CHECK(report.find("| 4096 | 40.00 | 8.00 | 5.00 | 8.00 | 4 | 1.25 | 6.97 | 0.72 |") != std::string::npos);
