@@ -7,7 +7,8 @@
 //        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|tf32|profile [T [G]]|groups T G,...]
 // (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck;
 // ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh;
-// tf32: the one-pass TF32 products' error against the double reference, then their times beside full's)
+// tf32: the one-pass TF32 products' error against the double reference, then their times beside full's;
+// with CVLA_PRODUCTS=tf32 in the environment every other mode runs the one-pass products too)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
@@ -176,6 +177,8 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
+  // CVLA_PRODUCTS=tf32: every mode below runs the chunked forward with one-pass TF32 products.
+  if (const char* e = std::getenv("CVLA_PRODUCTS"); e && std::string(e) == "tf32") g_products = vla::ProductOperands::Tf32;
   bool ok = true;
   if (mode == "profile") {  // `reps` launches at the benchmark's shape (T: argument 3, default 4096; group: argument 4)
     const RandomTensors in(8, 4, argc > 3 ? std::atoi(argv[3]) : 4096, 7);
