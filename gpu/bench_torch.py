@@ -7,14 +7,22 @@ Algorithm 1 (fp32, vectorised over batch and heads, one Python iteration per tok
 adds its own times to that CSV as columns (sdpa_bf16_ms, sdpa_fp32_ms, py_loop_ms; with a fwd+bwd column
 there, sdpa_bf16_fwdbwd_ms and sdpa_fp32_fwdbwd_ms; nan where not run), written to a temporary file and
 renamed over it, so that `vla report` reads numbers, not this printout.
-Times are CUDA-event medians after warm-up; inputs random normal (never zeros).
+With --fla PATH (a source tree of flash-linear-attention: the folder holding fla/, importable with the
+device's torch, triton and einops), fla's kernels on the same shapes in the same call, the reference points
+of docs/chunkwise-vla.md: its chunked delta rule in bf16 (forward: fla_chunk_delta_bf16_ms; forward and
+backward: fla_chunk_delta_bf16_fwdbwd_ms), its chunked identity-plus-low-rank rule in fp32 (the S-recurrence
+of VLA once alpha_hat is known: fla_chunk_iplr_fp32_ms) and its fused recurrent delta rule in fp32
+(fla_recurrent_delta_fp32_ms). fla's layout is (B, T, H, D); keys L2-normalised, beta = sigmoid(normal).
+Times are CUDA-event medians after warm-up (fla's Triton kernels autotune in their first calls, which the
+warm-up absorbs); inputs random normal (never zeros).
 
-usage: python3 gpu/bench_torch.py --csv bench.csv [--loop-max-T 4096] [--reps 5]
+usage: python3 gpu/bench_torch.py --csv bench.csv [--loop-max-T 4096] [--reps 5] [--fla PATH]
 """
 import argparse
 import csv
 import math
 import os
+import sys
 
 import torch
 
@@ -87,6 +95,50 @@ def loop_ms(B, H, T, D):
     return time_ms(lambda: vla_loop(q, k, v, u), reps=1, warmup=0)
 
 
+def fla_ops(path):
+    """fla's kernels from the source tree at `path`, or None (saying why) where they do not import."""
+    sys.path.insert(0, path)
+    try:
+        from fla.ops.delta_rule import chunk_delta_rule, fused_recurrent_delta_rule
+        from fla.ops.generalized_delta_rule import chunk_iplr_delta_rule
+    except Exception as e:  # a missing dependency or an incompatible torch/triton: the columns are left out
+        print(f"fla: not importable from {path} ({type(e).__name__}: {e}); its columns are left out")
+        return None
+    return chunk_delta_rule, fused_recurrent_delta_rule, chunk_iplr_delta_rule
+
+
+def fla_ms(ops, B, H, T, D, reps):
+    """fla's forward times (ms) and its chunked delta rule's forward + backward, at (B, H, T, D)."""
+    chunk_delta, recurrent_delta, chunk_iplr = ops
+    unit = lambda x: torch.nn.functional.normalize(x, p=2, dim=-1)
+
+    def delta_inputs(dtype, grad=False):
+        q = torch.randn(B, T, H, D, device="cuda", dtype=dtype)
+        k = unit(torch.randn(B, T, H, D, device="cuda")).to(dtype)
+        v = torch.randn(B, T, H, D, device="cuda", dtype=dtype)
+        beta = torch.randn(B, T, H, device="cuda").sigmoid().to(dtype)
+        return [x.requires_grad_(grad) for x in (q, k, v, beta)]
+
+    q, k, v, beta = delta_inputs(torch.bfloat16)
+    r = {"fla_chunk_delta_bf16_ms": time_ms(lambda: chunk_delta(q, k, v, beta), reps, warmup=3)}
+    qg, kg, vg, bg = delta_inputs(torch.bfloat16, grad=True)
+    g = torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16)
+
+    def step():
+        o, _ = chunk_delta(qg, kg, vg, bg)
+        o.backward(g)
+        for x in (qg, kg, vg, bg):
+            x.grad = None
+
+    r["fla_chunk_delta_bf16_fwdbwd_ms"] = time_ms(step, reps, warmup=3)
+    q, k, v, beta = delta_inputs(torch.float32)
+    r["fla_recurrent_delta_fp32_ms"] = time_ms(lambda: recurrent_delta(q, k, v, beta), reps, warmup=3)
+    # VLA's write S_t = S_{t-1} (I - k_hat alpha_hat^T) + v alpha_hat^T as IPLR: a = -k_hat, b = alpha_hat.
+    a_, b_ = -unit(torch.randn(B, T, H, D, device="cuda")), unit(torch.randn(B, T, H, D, device="cuda"))
+    r["fla_chunk_iplr_fp32_ms"] = time_ms(lambda: chunk_iplr(q, k, v, a_, b_), reps, warmup=3)
+    return r
+
+
 def crossover(Ts, ours, theirs):
     """Smallest T where ours < theirs, log-log interpolated between measured points; None if never."""
     for i in range(len(Ts)):
@@ -104,6 +156,7 @@ def main():
     ap.add_argument("--csv", required=True)
     ap.add_argument("--loop-max-T", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--fla", default="", help="a flash-linear-attention source tree (the folder holding fla/)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
@@ -125,6 +178,23 @@ def main():
               f"| {f(s16 / v)} | {f(s32 / v)} | {f(lp / v)} |", flush=True)
     print(f"B={B} H={H} D={D}: fused VLA forward crosses below SDPA fp32 at T {crossover(Ts, vla, fp)}, "
           f"below SDPA bf16 at T {crossover(Ts, vla, bf)}")
+
+    ops = fla_ops(a.fla) if a.fla else None
+    if ops:
+        hdr = ["T", "chunked VLA ms", "fla chunk delta bf16", "fla chunk iplr fp32", "fla recurrent delta fp32",
+               "chunked VLA fwd+bwd (fastest)", "fla chunk delta bf16 fwd+bwd", "chunked/fla fwd", "chunked/fla fwd+bwd"]
+        print("| " + " | ".join(hdr) + " |")
+        print("|" + " --- |" * len(hdr))
+        for r in rows:
+            B, H, D, T = int(r["B"]), int(r["H"]), int(r["d"]), int(r["T"])
+            r.update(fla_ms(ops, B, H, T, D, a.reps))
+            c = float(r.get("vla_chunked_ms", "nan"))
+            cfb = min((x for x in (float(r.get("vla_chunked_fwdbwd_ms", "nan")), float(r.get("vla_chunkform_fwdbwd_ms", "nan")))
+                       if not math.isnan(x)), default=float("nan"))
+            f = lambda x: "—" if math.isnan(x) else f"{x:.4g}"
+            print(f"| {T} | {f(c)} | {f(r['fla_chunk_delta_bf16_ms'])} | {f(r['fla_chunk_iplr_fp32_ms'])} "
+                  f"| {f(r['fla_recurrent_delta_fp32_ms'])} | {f(cfb)} | {f(r['fla_chunk_delta_bf16_fwdbwd_ms'])} "
+                  f"| {f(c / r['fla_chunk_delta_bf16_ms'])} | {f(cfb / r['fla_chunk_delta_bf16_fwdbwd_ms'])} |", flush=True)
 
     # Forward + backward (training step of the mixer alone), where the CSV has the VLA column.
     rows_fb = [r for r in rows if "vla_fwdbwd_ms" in r and not math.isnan(float(r["vla_fwdbwd_ms"]))]

@@ -70,12 +70,14 @@ sanitize() {
 
 # bench_attention B H D TLIST REPS CSV [torch]: `vla bench attention` at one shape, its table into CSV and
 # its printout onto $OUT/bench.log; with "torch", gpu/bench_torch.py then times PyTorch (SDPA bf16/fp32,
-# the loop of Algorithm 1) on the same shapes, prints ratios and adds its times to the CSV as columns (what
-# `vla report` reads). Sets status=1 on failure.
+# the loop of Algorithm 1) on the same shapes, and fla's kernels where FLA_PATH names a flash-linear-attention
+# source tree (default .device-carry/fla when carried: `git archive HEAD fla` of fla-org/flash-linear-attention),
+# prints ratios and adds its times to the CSV as columns (what `vla report` reads). Sets status=1 on failure.
+[ -z "${FLA_PATH:-}" ] && [ -d .device-carry/fla/fla ] && FLA_PATH=$PWD/.device-carry/fla
 bench_attention() {
   "$BUILD/bin/vla" bench attention --device cuda --T "$4" --batch "$1" --heads "$2" --d-head "$3" --reps "$5" --csv "$6" \
     2>&1 | tee -a "$OUT/bench.log" || status=1
   if [ "${7:-}" = torch ]; then
-    PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$6" 2>&1 | tee -a "$OUT/bench.log" || status=1
+    PYTHONUNBUFFERED=1 python3 gpu/bench_torch.py --csv "$6" ${FLA_PATH:+--fla "$FLA_PATH"} 2>&1 | tee -a "$OUT/bench.log" || status=1
   fi
 }

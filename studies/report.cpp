@@ -150,8 +150,14 @@ std::string data_parallel_section(const fs::path& out_dir) {
 // fla's chunked delta rule (bf16) on an H100 at B = 8, H = 4, d = 32, ms: the anchors the chunked VLA
 // targets are stated against (shared/reference/anchors-h100.md, re-measured 2026-11-23; not this toolkit's
 // measurement, so the report labels them "anchor"). The T = 4096 fwd+bwd was the script's first shape (cold).
+// Where the benchmark ran fla itself in the same call (gpu/bench_torch.py --fla: the CSV's
+// fla_chunk_delta_bf16_ms and fla_chunk_delta_bf16_fwdbwd_ms), those numbers replace the anchors and the
+// column says "this call".
 struct FlaAnchor { long T; double fwd, fwdbwd; };
 constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, {65536, 2.85, 7.35}};
+
+
+}  // namespace
 
 // The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
 // is there (`vla bench attention` with gpu/bench_torch.py beside it in one call): fused and chunked from
@@ -175,13 +181,18 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps {}` and `gpu/bench_torch.py` in one "
                    "call (gpu/device-env.sh bench_attention) on {}, git {}: B = 8, H = 4, d_h = 32, fp32 VLA, forward, ms (median). The "
                    "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
-                   "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md).\n\n",
+                   "65536 (2.85 ms on the H100 of shared/reference/anchors-h100.md). fla's columns are this call's where gpu/bench_torch.py "
+                   "ran fla (--fla), else that anchor table's.\n\n",
                    reps.empty() ? "R" : reps, device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
   const CsvData t = read_csv(csv);
   // The one-pass TF32 products' column (core/product_operands.hpp), where the benchmark timed them.
-  const bool tf32 = std::ranges::find(t.header, "vla_chunked_tf32_ms") != t.header.end();
-  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (anchor) | "
-       "chunked / fla |";
+  const auto has = [&](const char* name) { return std::ranges::find(t.header, name) != t.header.end(); };
+  const bool tf32 = has("vla_chunked_tf32_ms");
+  // fla's chunked delta rule: this call's times where bench_torch.py ran it, else the anchors (NaN: neither).
+  const bool fla_here = has("fla_chunk_delta_bf16_ms");
+  const std::string fla_label = fla_here ? "this call" : "anchor";
+  m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (" + fla_label +
+       ") | chunked / fla |";
   m += tf32 ? " chunked, one-pass TF32 products | TF32 / fla |\n|---|---|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|---|\n";
   const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
   const auto chunked_tf32 = tf32 ? t.column("vla_chunked_tf32_ms") : std::vector<double>(T.size(), std::nan(""));
@@ -190,16 +201,24 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     return std::ranges::find(t.header, name) != t.header.end() ? t.column(name) : std::vector<double>(T.size(), std::nan(""));
   };
   const auto sdpa_bf16 = torch_column("sdpa_bf16_ms"), sdpa_bf16_fb = torch_column("sdpa_bf16_fwdbwd_ms");
-  const auto anchor = [](double T) { return std::ranges::find(kFlaAnchors, long(T), &FlaAnchor::T); };
+  const auto anchors = [&](double FlaAnchor::*field) {
+    std::vector<double> r;
+    for (double x : T) {
+      const auto a = std::ranges::find(kFlaAnchors, long(x), &FlaAnchor::T);
+      r.push_back(a != std::end(kFlaAnchors) ? (*a).*field : std::nan(""));
+    }
+    return r;
+  };
+  const auto fla_fwd = fla_here ? t.column("fla_chunk_delta_bf16_ms") : anchors(&FlaAnchor::fwd);
+  const auto fla_fb = fla_here && has("fla_chunk_delta_bf16_fwdbwd_ms") ? t.column("fla_chunk_delta_bf16_fwdbwd_ms") : anchors(&FlaAnchor::fwdbwd);
   const auto cell = [](bool have, double x, const char* f) { return have ? fmt::format(fmt::runtime(f), x) : std::string(); };
   for (std::size_t i = 0; i < T.size(); ++i) {
-    const auto fla = anchor(T[i]);
-    const bool s = std::isfinite(sdpa_bf16[i]), f = fla != std::end(kFlaAnchors);
+    const bool s = std::isfinite(sdpa_bf16[i]), f = std::isfinite(fla_fwd[i]);
     m += fmt::format("| {:.0f} | {:.2f} | {:.3f} | {:.2f} | {} | {} | {} | {} |", T[i], fused[i], chunked[i], fused[i] / chunked[i],
-                     cell(s, sdpa_bf16[i], "{:.3g}"), cell(s, chunked[i] / sdpa_bf16[i], "{:.2f}"),
-                     cell(f, f ? fla->fwd : 0, "{:.3g}"), cell(f, f ? chunked[i] / fla->fwd : 0, "{:.2f}"));
+                     cell(s, sdpa_bf16[i], "{:.3g}"), cell(s, chunked[i] / sdpa_bf16[i], "{:.2f}"), cell(f, fla_fwd[i], "{:.3g}"),
+                     cell(f, chunked[i] / fla_fwd[i], "{:.2f}"));
     const bool x = std::isfinite(chunked_tf32[i]);
-    if (tf32) m += fmt::format(" {} | {} |", cell(x, chunked_tf32[i], "{:.3f}"), cell(f && x, f ? chunked_tf32[i] / fla->fwd : 0, "{:.2f}"));
+    if (tf32) m += fmt::format(" {} | {} |", cell(x, chunked_tf32[i], "{:.3f}"), cell(f && x, chunked_tf32[i] / fla_fwd[i], "{:.2f}"));
     m += "\n";
   }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
@@ -211,26 +230,22 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   m += matrix ? "; or it leaves each chunk's state and the chunk-form backward of gpu/chunked_vla_backward.hpp starts from it)." : ").";
   m += " The target: within 2x of fla's chunked delta rule at T = 16384 and 65536.\n\n| T | fused VLA fwd+bwd | chunked fwd + group bwd |";
   m += matrix ? " chunked fwd + chunk-form bwd |" : "";
-  m += " fused / fastest chunked | SDPA bf16 fwd+bwd | fastest chunked / SDPA bf16 | fla chunk delta bf16 fwd+bwd (anchor) | "
-       "fastest chunked / fla |\n|---|---|---|";
+  m += " fused / fastest chunked | SDPA bf16 fwd+bwd | fastest chunked / SDPA bf16 | fla chunk delta bf16 fwd+bwd (" + fla_label +
+       ") | fastest chunked / fla |\n|---|---|---|";
   m += matrix ? "---|" : "";
   m += "---|---|---|---|---|\n";
   const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
   const auto matrix_fb = matrix ? t.column("vla_chunkform_fwdbwd_ms") : std::vector<double>(T.size(), std::nan(""));
   for (std::size_t i = 0; i < T.size(); ++i) {
-    const auto fla = anchor(T[i]);
-    const bool s = std::isfinite(sdpa_bf16_fb[i]), f = fla != std::end(kFlaAnchors);
+    const bool s = std::isfinite(sdpa_bf16_fb[i]), f = std::isfinite(fla_fb[i]);
     const double best = std::isfinite(matrix_fb[i]) ? std::min(chunked_fb[i], matrix_fb[i]) : chunked_fb[i];
     m += fmt::format("| {:.0f} | {:.2f} | {:.2f} |", T[i], fused_fb[i], chunked_fb[i]);
     if (matrix) m += fmt::format(" {} |", cell(std::isfinite(matrix_fb[i]), matrix_fb[i], "{:.2f}"));
     m += fmt::format(" {:.2f} | {} | {} | {} | {} |\n", fused_fb[i] / best, cell(s, sdpa_bf16_fb[i], "{:.3g}"),
-                     cell(s, best / sdpa_bf16_fb[i], "{:.2f}"), cell(f, f ? fla->fwdbwd : 0, "{:.3g}"),
-                     cell(f, f ? best / fla->fwdbwd : 0, "{:.2f}"));
+                     cell(s, best / sdpa_bf16_fb[i], "{:.2f}"), cell(f, fla_fb[i], "{:.3g}"), cell(f, best / fla_fb[i], "{:.2f}"));
   }
   return m + "\n";
 }
-
-}  // namespace
 
 std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector<analysis::ClaimResult>& claims) {
   const auto prov = io::provenance();
