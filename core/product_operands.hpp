@@ -7,7 +7,7 @@
 //         gpu/chunked_vla_forward.cu), so the products are as accurate as fp32 FMAs.
 //   tf32  each operand rounded to nearest at 11 significant bits (TF32's 10 stored mantissa bits and the
 //         implicit one: unit roundoff 2^-11) before the product; one tensor-core pass on the GPU, the
-//         sums in fp32. On the CPU the same rounding emulates that pass in any scalar (round_operand
+//         sums in fp32. On the CPU the same rounding emulates that pass in any scalar (round_to_tf32
 //         below), so the GPU's one-pass forward can be held to the rounding model it claims.
 // Plain C++17 (no Eigen): shared by nvcc- and g++-compiled code.
 #include <array>

@@ -138,35 +138,35 @@ __device__ __forceinline__ void mma_3xtf32(float (&c)[4], const Tf32 (&a)[4], co
 // What a product reads (core/product_operands.hpp): Full, the split above and the three passes; Tf32, the
 // split's head alone (x rounded to nearest at 11 significant bits, as round_to_tf32 emulates on the CPU) and
 // one pass accumulated on the tensor core, its truncation far below the operands' 2^-11.
-template <ProductOperands P> __device__ __forceinline__ Tf32 operand(float x) {
-  if constexpr (P == ProductOperands::Full) {
+template <ProductOperands Ops> __device__ __forceinline__ Tf32 operand(float x) {
+  if constexpr (Ops == ProductOperands::Full) {
     return tf32_split(x);
   } else {
     const float p = __fmul_rn(x, 8193.f);
     return {__float_as_uint(__fsub_rn(p, __fsub_rn(p, x))), 0u};
   }
 }
-template <ProductOperands P> __device__ __forceinline__ void mma_add(float (&c)[4], const Tf32 (&a)[4], const Tf32 (&b)[2]) {
-  if constexpr (P == ProductOperands::Full) mma_3xtf32(c, a, b);
+template <ProductOperands Ops> __device__ __forceinline__ void mma_add(float (&c)[4], const Tf32 (&a)[4], const Tf32 (&b)[2]) {
+  if constexpr (Ops == ProductOperands::Full) mma_3xtf32(c, a, b);
   else mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
 }
 
 // The A fragment of rows r0 = 16 mi + g and r0 + 8 of a row-major shared matrix (row stride ld) at k block
 // ks, k in the permuted order of the products over coordinates: slot t holds coordinate 2t, slot t + 4
 // coordinate 2t + 1, so that a row's two are one float2 read. Rows at or past `rows` read as zero.
-template <ProductOperands P, int ld = LD> __device__ __forceinline__ void rows_fragment(Tf32 (&af)[4], const float* X, int r0, int rows, int ks, int t4) {
+template <ProductOperands Ops, int ld = LD> __device__ __forceinline__ void rows_fragment(Tf32 (&af)[4], const float* X, int r0, int rows, int ks, int t4) {
   const float2 z = make_float2(0.f, 0.f);
   const float2 x0 = r0 < rows ? *reinterpret_cast<const float2*>(X + r0 * ld + 8 * ks + 2 * t4) : z;
   const float2 x1 = r0 + 8 < rows ? *reinterpret_cast<const float2*>(X + (r0 + 8) * ld + 8 * ks + 2 * t4) : z;
-  af[0] = operand<P>(x0.x);
-  af[1] = operand<P>(x1.x);
-  af[2] = operand<P>(x0.y);
-  af[3] = operand<P>(x1.y);
+  af[0] = operand<Ops>(x0.x);
+  af[1] = operand<Ops>(x1.x);
+  af[2] = operand<Ops>(x0.y);
+  af[3] = operand<Ops>(x1.y);
 }
 
 // P = X Z^T over the 32 coordinates of rows in shared memory (row stride ld): X has XR rows, Z has ZR, rows
 // past them read as zero; p[mi][nb] is the accumulator tile of rows 16 mi.., columns 8 nb...
-template <ProductOperands P, int XR, int ZR, int ld = LD, int MT = (XR + 15) / 16, int NT = (ZR + 7) / 8>
+template <ProductOperands Ops, int XR, int ZR, int ld = LD, int MT = (XR + 15) / 16, int NT = (ZR + 7) / 8>
 __device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float* X, const float* Z, int g4, int t4) {
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
@@ -181,15 +181,15 @@ __device__ __forceinline__ void rows_product(float (&p)[MT][NT][4], const float*
     for (int nb = 0; nb < NT; ++nb) {
       const int zr = 8 * nb + g4;
       const float2 z = zr < ZR ? *reinterpret_cast<const float2*>(Z + zr * ld + 8 * ks + 2 * t4) : make_float2(0.f, 0.f);
-      b[nb][0] = operand<P>(z.x);
-      b[nb][1] = operand<P>(z.y);
+      b[nb][0] = operand<Ops>(z.x);
+      b[nb][1] = operand<Ops>(z.y);
     }
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
       Tf32 af[4];
-      rows_fragment<P, ld>(af, X, 16 * mi + g4, XR, ks, t4);
+      rows_fragment<Ops, ld>(af, X, 16 * mi + g4, XR, ks, t4);
 #pragma unroll
-      for (int nb = 0; nb < NT; ++nb) mma_add<P>(p[mi][nb], af, b[nb]);
+      for (int nb = 0; nb < NT; ++nb) mma_add<Ops>(p[mi][nb], af, b[nb]);
     }
   }
 }
@@ -219,27 +219,27 @@ __device__ __forceinline__ void negate(Tf32 (&af)[4]) {
 // The fragments of the products summed over a chunk's rows (k = the row t, in its natural order; k padded
 // to a multiple of 8 with zero rows: rows at or past `rows` read as zero). B: rows 8 ks + t and + 4 of a
 // row-major shared matrix M (row stride ld) at column n, each times scale[row] where a scale is given.
-template <ProductOperands P, int ld>
+template <ProductOperands Ops, int ld>
 __device__ __forceinline__ void chunk_b_fragment(Tf32 (&b)[2], const float* M, int rows, int ks, int n, int t4, const float* scale = nullptr) {
   const int k0 = 8 * ks + t4, k1 = k0 + 4;
-  b[0] = operand<P>(k0 < rows ? (scale ? scale[k0] : 1.f) * M[k0 * ld + n] : 0.f);
-  b[1] = operand<P>(k1 < rows ? (scale ? scale[k1] : 1.f) * M[k1 * ld + n] : 0.f);
+  b[0] = operand<Ops>(k0 < rows ? (scale ? scale[k0] : 1.f) * M[k0 * ld + n] : 0.f);
+  b[1] = operand<Ops>(k1 < rows ? (scale ? scale[k1] : 1.f) * M[k1 * ld + n] : 0.f);
 }
 // A from M^T: rows m0 = 16 mi + g and m0 + 8 of M^T are columns of M.
-template <ProductOperands P, int ld> __device__ __forceinline__ void chunk_at_fragment(Tf32 (&af)[4], const float* M, int rows, int ks, int m0, int t4) {
+template <ProductOperands Ops, int ld> __device__ __forceinline__ void chunk_at_fragment(Tf32 (&af)[4], const float* M, int rows, int ks, int m0, int t4) {
   const int k0 = 8 * ks + t4, k1 = k0 + 4;
-  af[0] = operand<P>(k0 < rows ? M[k0 * ld + m0] : 0.f);
-  af[1] = operand<P>(k0 < rows ? M[k0 * ld + m0 + 8] : 0.f);
-  af[2] = operand<P>(k1 < rows ? M[k1 * ld + m0] : 0.f);
-  af[3] = operand<P>(k1 < rows ? M[k1 * ld + m0 + 8] : 0.f);
+  af[0] = operand<Ops>(k0 < rows ? M[k0 * ld + m0] : 0.f);
+  af[1] = operand<Ops>(k0 < rows ? M[k0 * ld + m0 + 8] : 0.f);
+  af[2] = operand<Ops>(k1 < rows ? M[k1 * ld + m0] : 0.f);
+  af[3] = operand<Ops>(k1 < rows ? M[k1 * ld + m0 + 8] : 0.f);
 }
 // A from a CM x CM matrix (stride CM + 1): rows m0 and m0 + 8, entries past CM zero.
-template <ProductOperands P, int CM> __device__ __forceinline__ void chunk_square_fragment(Tf32 (&af)[4], const float* M, int ks, int m0, int t4) {
+template <ProductOperands Ops, int CM> __device__ __forceinline__ void chunk_square_fragment(Tf32 (&af)[4], const float* M, int ks, int m0, int t4) {
   const int k0 = 8 * ks + t4, k1 = k0 + 4, m1 = m0 + 8;
-  af[0] = operand<P>(m0 < CM && k0 < CM ? M[m0 * (CM + 1) + k0] : 0.f);
-  af[1] = operand<P>(m1 < CM && k0 < CM ? M[m1 * (CM + 1) + k0] : 0.f);
-  af[2] = operand<P>(m0 < CM && k1 < CM ? M[m0 * (CM + 1) + k1] : 0.f);
-  af[3] = operand<P>(m1 < CM && k1 < CM ? M[m1 * (CM + 1) + k1] : 0.f);
+  af[0] = operand<Ops>(m0 < CM && k0 < CM ? M[m0 * (CM + 1) + k0] : 0.f);
+  af[1] = operand<Ops>(m1 < CM && k0 < CM ? M[m1 * (CM + 1) + k0] : 0.f);
+  af[2] = operand<Ops>(m0 < CM && k1 < CM ? M[m0 * (CM + 1) + k1] : 0.f);
+  af[3] = operand<Ops>(m1 < CM && k1 < CM ? M[m1 * (CM + 1) + k1] : 0.f);
 }
 
 // One accumulator tile's rows m0 = 16 mi + g and m0 + 8, columns n0 = 8 nb + 2t and n0 + 1, from or into a
@@ -563,7 +563,7 @@ template <int CM> struct alignas(16) AlphaSmem {
   float inv_k[CM], inv_u[CM];  // 1 / ||phi(k_t)||, 1 / ||u_raw_t||, then 1 / ||alpha_t||
 };
 
-template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
+template <int CM, ProductOperands Ops> __global__ void __launch_bounds__(kWarps * 32) alphas_kernel(RecurrentTensors x, Plan pl) {
   extern __shared__ __align__(16) unsigned char smem[];
   int seq, g;
   if (!my_group(pl, seq, g)) return;
@@ -628,7 +628,7 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
 #pragma unroll
         for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
-          for (int j = 0; j < 2; ++j) b[ks][nb][j] = operand<P>(a[nb >> 1][ks][2 * (nb & 1) + j]);
+          for (int j = 0; j < 2; ++j) b[ks][nb][j] = operand<Ops>(a[nb >> 1][ks][2 * (nb & 1) + j]);
       const float* in = &s.U[0][0];  // 2 CM rows: U, then K
       float* out = &s.W[0][0];       // 2 CM rows: W, then K A_c
 #pragma unroll
@@ -638,9 +638,9 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           Tf32 af[4];
-          rows_fragment<P>(af, in, r0, 2 * CM, ks, t4);
+          rows_fragment<Ops>(af, in, r0, 2 * CM, ks, t4);
 #pragma unroll
-          for (int nb = 0; nb < 4; ++nb) mma_add<P>(c[nb], af, b[ks][nb]);
+          for (int nb = 0; nb < 4; ++nb) mma_add<Ops>(c[nb], af, b[ks][nb]);
         }
 #pragma unroll
         for (int nb = 0; nb < 4; ++nb) store_tile(c[nb], out, LD, 2 * CM, r0, 8 * nb + 2 * t4);
@@ -655,7 +655,7 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
     // (j, i]); D_t are Alg. 1's delta_t, clamped as produced (line 13).
     {
       float p[(CM + 15) / 16][(CM + 7) / 8][4];
-      rows_product<P, CM, CM>(p, &s.U[0][0], &s.W[0][0], g4, t4);
+      rows_product<Ops, CM, CM>(p, &s.U[0][0], &s.W[0][0], g4, t4);
       store_square<CM>(p, &s.L[0][0], -CM, g4, t4);
     }
     __syncwarp();
@@ -706,7 +706,7 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
     // K A_c, into U's rows (U is spent).
     {
       float p[(CM + 15) / 16][(CM + 7) / 8][4];
-      rows_product<P, CM, CM>(p, &s.K[0][0], &s.W[0][0], g4, t4);
+      rows_product<Ops, CM, CM>(p, &s.K[0][0], &s.W[0][0], g4, t4);
       store_square<CM>(p, &s.KYD[0][0], 0, g4, t4, s.Dinv);
     }
     __syncwarp();
@@ -717,7 +717,7 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) chunk_b_fragment<P, LD>(yf[ks][nb], &s.W[0][0], CM, ks, 8 * nb + g4, t4);
+        for (int nb = 0; nb < 4; ++nb) chunk_b_fragment<Ops, LD>(yf[ks][nb], &s.W[0][0], CM, ks, 8 * nb + g4, t4);
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi) {
         float c[4][4];
@@ -726,10 +726,10 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
           Tf32 af[4];
-          chunk_square_fragment<P, CM>(af, &s.KYD[0][0], ks, 16 * mi + g4, t4);
+          chunk_square_fragment<Ops, CM>(af, &s.KYD[0][0], ks, 16 * mi + g4, t4);
           negate(af);
 #pragma unroll
-          for (int nb = 0; nb < 4; ++nb) mma_add<P>(c[nb], af, yf[ks][nb]);
+          for (int nb = 0; nb < 4; ++nb) mma_add<Ops>(c[nb], af, yf[ks][nb]);
         }
 #pragma unroll
         for (int nb = 0; nb < 4; ++nb) store_tile(c[nb], &s.U[0][0], LD, CM, 16 * mi + g4, 8 * nb + 2 * t4);
@@ -751,14 +751,14 @@ template <int CM, ProductOperands P> __global__ void __launch_bounds__(kWarps * 
     for (int ks = 0; ks < (CM + 7) / 8; ++ks) {
       Tf32 bf[4][2];
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) chunk_b_fragment<P, LD>(bf[ni], &s.W[0][0], CM, ks, 8 * ni + g4, t4, s.Dinv);
+      for (int ni = 0; ni < 4; ++ni) chunk_b_fragment<Ops, LD>(bf[ni], &s.W[0][0], CM, ks, 8 * ni + g4, t4, s.Dinv);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi) {
         Tf32 af[4];
-        chunk_at_fragment<P, LD>(af, &s.W[0][0], CM, ks, 16 * mi + g4, t4);
+        chunk_at_fragment<Ops, LD>(af, &s.W[0][0], CM, ks, 16 * mi + g4, t4);
         negate(af);
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) mma_add<P>(a[mi][ni], af, bf[ni]);
+        for (int ni = 0; ni < 4; ++ni) mma_add<Ops>(a[mi][ni], af, bf[ni]);
       }
     }
     if (shift != 0.f) {
@@ -1054,7 +1054,7 @@ cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& 
   return cudaGetLastError();
 }
 
-template <int CM, ProductOperands P> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
+template <int CM, ProductOperands Ops> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
   cudaError_t e;
   if ((e = launch_groups<MapSmem>(group_maps_kernel, x, pl, stream)) != cudaSuccess) return e;
   penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
@@ -1063,20 +1063,20 @@ template <int CM, ProductOperands P> cudaError_t run_pipeline(const RecurrentTen
     penalty_expand_kernel<<<pl.seqs * pl.groups, kExpandThreads, 0, stream>>>(pl);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
-  if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM, P>, x, pl, stream)) != cudaSuccess) return e;
-  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true, P>, x, pl, stream)) != cudaSuccess) return e;
+  if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM, Ops>, x, pl, stream)) != cudaSuccess) return e;
+  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true, Ops>, x, pl, stream)) != cudaSuccess) return e;
   memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (pl.checkpoints) {
     checkpoints_kernel<<<pl.seqs * pl.groups, kChainThreads, 0, stream>>>(pl);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
-  return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false, P>, x, pl, stream);
+  return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false, Ops>, x, pl, stream);
 }
 
 // The register arrays hold CM >= C rows: the smallest compiled size that holds the chunk.
-template <ProductOperands P> cudaError_t run_chunk_rows(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
-  return pl.C <= 16 ? run_pipeline<16, P>(x, pl, stream) : pl.C <= 20 ? run_pipeline<20, P>(x, pl, stream) : run_pipeline<32, P>(x, pl, stream);
+template <ProductOperands Ops> cudaError_t run_chunk_rows(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
+  return pl.C <= 16 ? run_pipeline<16, Ops>(x, pl, stream) : pl.C <= 20 ? run_pipeline<20, Ops>(x, pl, stream) : run_pipeline<32, Ops>(x, pl, stream);
 }
 
 // Blocks of the group-parallel kernels resident at once on the current device: its SMs times the blocks per

@@ -173,12 +173,21 @@ double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, i
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
   const std::string mode = argc > 2 ? argv[2] : "all";
+  // CVLA_PRODUCTS=full|tf32 (the knob's names, core/product_operands.hpp): the chunked forward's products in
+  // every mode below.
+  if (const char* e = std::getenv("CVLA_PRODUCTS")) {
+    bool known = false;
+    for (const auto& [name, value] : vla::knob_values(vla::ProductOperands{}))
+      if (name == e) g_products = value, known = true;
+    if (!known) {
+      std::fprintf(stderr, "CVLA_PRODUCTS: unknown value '%s' (allowed: full, tf32)\n", e);
+      return 2;
+    }
+  }
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
-  // CVLA_PRODUCTS=tf32: every mode below runs the chunked forward with one-pass TF32 products.
-  if (const char* e = std::getenv("CVLA_PRODUCTS"); e && std::string(e) == "tf32") g_products = vla::ProductOperands::Tf32;
   bool ok = true;
   if (mode == "profile") {  // `reps` launches at the benchmark's shape (T: argument 3, default 4096; group: argument 4)
     const RandomTensors in(8, 4, argc > 3 ? std::atoi(argv[3]) : 4096, 7);

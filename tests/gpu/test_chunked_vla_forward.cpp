@@ -2,10 +2,10 @@
 // rule, core/rules/vla/forward.hpp) on fresh random inputs: several launch shapes, chunk lengths from 1 to
 // 32, T a multiple of none of them, the refresh on and off, outputs poisoned with NaN before every run.
 // Tagged [gpu]; passes with a warning and checks nothing where no CUDA device is visible (CI).
-#include "gpu/cuda_check.hpp"
-#include "gpu/device_query.hpp"
 #include "core/rules/vla/chunked.hpp"
 #include "gpu/chunked_vla_forward.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_query.hpp"
 #include "tests/gpu/recurrent_reference.hpp"
 
 #include <catch2/catch.hpp>
@@ -107,10 +107,11 @@ TEST_CASE("chunked VLA forward with one-pass TF32 products rounds as the CPU emu
   // chunked form's in double with every product operand rounded to TF32 (core/product_operands.hpp), the
   // same products the kernel runs on its tensor cores. Two runs of one rounding model on the same inputs
   // differ only in which way single roundings fall (the kernel keeps its chains, group maps and sweeps in
-  // fp32, the emulation sums in double), hence the factor 4 above. If that fails, the kernel rounds worse
-  // than one TF32 rounding per operand explains: a fragment read wrong, an operand rounded twice, a
-  // truncation building up along the accumulators. The factor 16 below only has to tell one pass from the
-  // three of the full products, ~2^10 closer: if it fails, `products` does not reach the kernels.
+  // fp32, the emulation sums in double), so the kernel's error may be at most 4x the emulation's. If that
+  // fails, the kernel rounds worse than one TF32 rounding per operand explains: a fragment read wrong, an
+  // operand rounded twice, a truncation building up along the accumulators. The lower check, 1/16 of the
+  // emulation's, only has to tell one pass from the three of the full products, ~2^10 closer: if it fails,
+  // `products` does not reach the kernels.
   std::uint64_t seed = 3100;
   for (const Shape s : {Shape{2, 3, 67, 32}, Shape{1, 2, 1009, 32}})
     for (int period : {20, 0}) {
