@@ -221,6 +221,17 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     if (tf32) m += fmt::format(" {} | {} |", cell(x, chunked_tf32[i], "{:.3f}"), cell(f && x, chunked_tf32[i] / fla_fwd[i], "{:.2f}"));
     m += "\n";
   }
+  // fla's fp32 IPLR chunk kernel, where this call ran it: VLA's memory alone once alpha_hat is known, so
+  // the chunked VLA (all of Algorithm 1, fp32) is measured against a kernel that does less.
+  if (has("fla_chunk_iplr_fp32_ms")) {
+    const auto iplr = t.column("fla_chunk_iplr_fp32_ms");
+    m += "\nAgainst fla's chunked IPLR kernel in fp32 (this call), which computes only VLA's memory S_t = S_{t-1} (I - k_hat "
+         "alpha_hat^T) + v alpha_hat^T once alpha_hat is known (no A-loop):\n\n| T | fla chunk IPLR fp32 | chunked VLA / IPLR |\n|---|---|---|\n";
+    for (std::size_t i = 0; i < T.size(); ++i) {
+      const bool x = std::isfinite(iplr[i]);
+      m += fmt::format("| {:.0f} | {} | {} |\n", T[i], cell(x, iplr[i], "{:.3g}"), cell(x, chunked[i] / iplr[i], "{:.2f}"));
+    }
+  }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
   if (std::ranges::find(t.header, "vla_chunked_fwdbwd_ms") == t.header.end()) return m + "\n";
   // The chunk-form backward's column (gpu/chunked_vla_backward.hpp), where the benchmark timed it.
