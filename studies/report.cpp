@@ -185,8 +185,8 @@ std::string chunked_vla_section(const fs::path& out_dir) {
                    "ran fla (--fla), else that anchor table's.\n\n",
                    reps.empty() ? "R" : reps, device.empty() ? "(device not recorded)" : device, snapshot.empty() ? "(not recorded)" : snapshot);
   const CsvData t = read_csv(csv);
-  // The one-pass TF32 products' column (core/product_operands.hpp), where the benchmark timed them.
   const auto has = [&](const char* name) { return std::ranges::find(t.header, name) != t.header.end(); };
+  // The one-pass TF32 products' column (core/product_operands.hpp), where the benchmark timed them.
   const bool tf32 = has("vla_chunked_tf32_ms");
   // fla's chunked delta rule: this call's times where bench_torch.py ran it, else the anchors (NaN: neither).
   const bool fla_here = has("fla_chunk_delta_bf16_ms");
@@ -195,12 +195,12 @@ std::string chunked_vla_section(const fs::path& out_dir) {
        ") | chunked / fla |";
   m += tf32 ? " chunked, one-pass TF32 products | TF32 / fla |\n|---|---|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|---|\n";
   const auto T = t.column("T"), fused = t.column("vla_ms"), chunked = t.column("vla_chunked_ms");
-  const auto chunked_tf32 = tf32 ? t.column("vla_chunked_tf32_ms") : std::vector<double>(T.size(), std::nan(""));
-  // bench_torch.py's column, or NaN (an empty cell) where the CSV has none.
-  const auto torch_column = [&](const char* name) {
-    return std::ranges::find(t.header, name) != t.header.end() ? t.column(name) : std::vector<double>(T.size(), std::nan(""));
+  // A column, or NaN (an empty cell) where the CSV has none (bench_torch.py's, the one-pass products').
+  const auto column_or_nan = [&](const char* name) {
+    return has(name) ? t.column(name) : std::vector<double>(T.size(), std::nan(""));
   };
-  const auto sdpa_bf16 = torch_column("sdpa_bf16_ms"), sdpa_bf16_fb = torch_column("sdpa_bf16_fwdbwd_ms");
+  const auto chunked_tf32 = column_or_nan("vla_chunked_tf32_ms");
+  const auto sdpa_bf16 = column_or_nan("sdpa_bf16_ms"), sdpa_bf16_fb = column_or_nan("sdpa_bf16_fwdbwd_ms");
   const auto anchors = [&](double FlaAnchor::*field) {
     std::vector<double> r;
     for (double x : T) {
@@ -233,9 +233,9 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     }
   }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
-  if (std::ranges::find(t.header, "vla_chunked_fwdbwd_ms") == t.header.end()) return m + "\n";
+  if (!has("vla_chunked_fwdbwd_ms")) return m + "\n";
   // The chunk-form backward's column (gpu/chunked_vla_backward.hpp), where the benchmark timed it.
-  const bool matrix = std::ranges::find(t.header, "vla_chunkform_fwdbwd_ms") != t.header.end();
+  const bool matrix = has("vla_chunkform_fwdbwd_ms");
   m += "\nForward + backward (fp32; the chunked forward leaves each group's state, the group-parallel token-walk backward of "
        "gpu/recurrent_backward.hpp starts from it";
   m += matrix ? "; or it leaves each chunk's state and the chunk-form backward of gpu/chunked_vla_backward.hpp starts from it)." : ").";
@@ -246,7 +246,7 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   m += matrix ? "---|" : "";
   m += "---|---|---|---|---|\n";
   const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
-  const auto matrix_fb = matrix ? t.column("vla_chunkform_fwdbwd_ms") : std::vector<double>(T.size(), std::nan(""));
+  const auto matrix_fb = column_or_nan("vla_chunkform_fwdbwd_ms");
   for (std::size_t i = 0; i < T.size(); ++i) {
     const bool s = std::isfinite(sdpa_bf16_fb[i]), f = std::isfinite(fla_fb[i]);
     const double best = std::isfinite(matrix_fb[i]) ? std::min(chunked_fb[i], matrix_fb[i]) : chunked_fb[i];
