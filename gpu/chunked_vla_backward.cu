@@ -183,12 +183,22 @@ __host__ __device__ constexpr long long stash_floats(int cm) { return 4LL * cm *
 // The chunk rows a kernel is compiled for (WalkSmem's CM) at chunk length C.
 constexpr int compiled_rows(int C) { return C <= 16 ? 16 : C <= 20 ? 20 : 32; }
 
-// Between a shared matrix (R rows of stride ld) and its compact row-major copy in global memory. No barrier.
+// A global-to-shared copy of 4 bytes that does not hold the thread (cp.async): a loop of plain loads and
+// stores would wait one memory round trip per iteration, the stores being ordered after the loads. The
+// copies are complete for the thread that issued them after async_wait(), for the block after a barrier.
+__device__ __forceinline__ void async_copy(float* dst_shared, const float* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Between a shared matrix (R rows of stride ld) and its compact row-major copy in global memory. No barrier;
+// load_rows is asynchronous (async_copy).
 template <int R, int Cn> __device__ __forceinline__ void store_rows(float* dst, const float* src, int ld) {
   for (int e = threadIdx.x; e < R * Cn; e += kThreads) dst[e] = src[(e / Cn) * ld + e % Cn];
 }
 template <int R, int Cn> __device__ __forceinline__ void load_rows(float* dst, int ld, const float* src) {
-  for (int e = threadIdx.x; e < R * Cn; e += kThreads) dst[(e / Cn) * ld + e % Cn] = src[e];
+  for (int e = threadIdx.x; e < R * Cn; e += kThreads) async_copy(dst + (e / Cn) * ld + e % Cn, src + e);
 }
 
 struct WalkArgs {
@@ -252,8 +262,8 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
     mm<CM, CM, D>(T1, dY, Y.t(), -1.f, false, Tri::Strict);  // L-bar = -strict tril(W-bar Y^T)
     if constexpr (W == Walk::B2) {
       // Phi_g <- Phi_g Phi_c, Phi_c = I - Y^T D^-1 (L^-1 U): Phi_g - (Phi_g Y^T D^-1) (L^-1 U), Phi_g Y^T
-      // (d x C) in Qf's memory (Q is spent).
-      const Wide PY{&s.Qf[0][0]};
+      // (d x C) in dAh's memory (Alpha-bar is spent).
+      const Wide PY{&s.dAh[0][0]};
       mm<D, CM, D>(PY, P, Y.t(), 1.f, false);
       __syncthreads();
       for (int e = tid; e < D * CM; e += kThreads) PY(e / CM, e % CM) *= s.dinv[e % CM];
@@ -296,26 +306,52 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
     const int c0 = chunk_start(ci, wa.C, wa.period), n = chunk_length(c0, wa.T, wa.C, wa.period);
     const float shift = wa.period > 0 && (c0 + n) % wa.period == 0 ? wa.eta : 0.f;
     __syncthreads();  // the previous chunk's readers are done with every buffer
-    // The state before the chunk, A symmetrised (the forward's products leave it symmetric up to rounding).
     const float* st = wa.starts + (static_cast<long long>(seq) * wa.chunks + ci) * backward_slot_floats(D);
     float* st_out = wa.stash + (static_cast<long long>(seq) * wa.chunks + ci) * stash_floats(CM);
-    for (int e = tid; e < D * D; e += kThreads) {
-      const int r = e / D, c = e % D;
-      if constexpr (kWhole) s.Sc[r][c] = st[e];
-      s.Ac[r][c] = 0.5f * (st[D * D + e] + st[D * D + c * D + r]);
-    }
     // Lines 8-10's inputs (rows n.. zero); dO into dOn; V into E for B1, which computes the residuals in
-    // place (B2 reads them from B1's stash).
-    for (int e = tid; e < CM * D; e += kThreads) {
-      const int t = e / D, c = e % D;
-      const long long at = base + static_cast<long long>(c0 + t) * D + c;
-      const bool in = t < n;
-      s.U[t][c] = in ? x.u[at] : 0.f;
+    // place (B2 reads them from B1's stash); in B3, B2's U-bar of the chunk into dOn (B3 adds its own). Every
+    // global read is issued before the first shared store, so that they wait one memory round trip together.
+    constexpr int kSq = D * D / kThreads, kRow = (CM * D + kThreads - 1) / kThreads;
+    float ra[kSq], rs[kSq], ru[kRow], rq[kRow], rk[kRow], rv[kRow], ro[kRow];
+    const float rz = kWhole && tid >= 32 && tid < 32 + D ? st[2 * D * D + tid - 32] : 0.f;  // z_c
+#pragma unroll
+    for (int i = 0; i < kSq; ++i) {
+      const int e = tid + i * kThreads;
+      if constexpr (kWhole) rs[i] = st[e];
+      ra[i] = st[D * D + e];
+    }
+#pragma unroll
+    for (int i = 0; i < kRow; ++i) {
+      const int e = tid + i * kThreads, t = e / D;
+      const long long at = base + static_cast<long long>(c0 + t) * D + e % D;
+      const bool in = e < CM * D && t < n;
+      ru[i] = in ? x.u[at] : 0.f;
       if constexpr (kWhole) {
-        s.Qf[t][c] = in ? elu_plus_one(x.q[at]) : 0.f;
-        s.Kf[t][c] = in ? elu_plus_one(x.k[at]) : 0.f;
-        if constexpr (W == Walk::B1) s.E[t][c] = in ? x.v[at] : 0.f;
-        s.dOn[t][c] = in ? g.dout[at] : 0.f;
+        rq[i] = in ? x.q[at] : 0.f;
+        rk[i] = in ? x.k[at] : 0.f;
+        if constexpr (W == Walk::B1) rv[i] = in ? x.v[at] : 0.f;
+        ro[i] = in ? g.dout[at] : 0.f;
+      } else {
+        ro[i] = in ? g.du[at] : 0.f;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kSq; ++i) {
+      const int e = tid + i * kThreads, r = e / D, c = e % D;
+      if constexpr (kWhole) s.Sc[r][c] = rs[i];
+      s.Ac[r][c] = ra[i];  // the state before the chunk, symmetrised below
+    }
+#pragma unroll
+    for (int i = 0; i < kRow; ++i) {
+      const int e = tid + i * kThreads, t = e / D, c = e % D;
+      if (e >= CM * D) continue;
+      const bool in = t < n;
+      s.U[t][c] = ru[i];
+      s.dOn[t][c] = ro[i];
+      if constexpr (kWhole) {
+        s.Qf[t][c] = in ? elu_plus_one(rq[i]) : 0.f;
+        s.Kf[t][c] = in ? elu_plus_one(rk[i]) : 0.f;
+        if constexpr (W == Walk::B1) s.E[t][c] = rv[i];
       }
     }
     __syncthreads();
@@ -324,9 +360,14 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
       s.nu[tid] = sqrtf(row_dot(s.U[tid], s.U[tid]));
     } else if (kWhole && tid >= 32 && tid < 32 + D) {  // line 24: z_t = z_c + sum_{j <= t} phi(k_j), one thread per coordinate
       const int c = tid - 32;
-      float z = st[2 * D * D + c];
+      float z = rz;
 #pragma unroll
       for (int t = 0; t < CM; ++t) s.Zt[t][c] = z += s.Kf[t][c];
+    } else if (tid >= 64) {  // A symmetrised (the forward's products leave it symmetric up to rounding)
+      for (int e = tid - 64; e < D * D; e += kThreads - 64) {
+        const int r = e / D, c = e % D;
+        if (r < c) s.Ac[r][c] = s.Ac[c][r] = 0.5f * (s.Ac[r][c] + s.Ac[c][r]);
+      }
     }
     __syncthreads();
     for (int e = tid; e < CM * D; e += kThreads) {
@@ -406,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
       } else {
         load_rows<1, CM>(&s.dinv[0], CM, st_out + kStashVec);
       }
+      async_wait();
     }
     if constexpr (W == Walk::B3) {
       // The adjoint of the carried Sigma alone (dA = B2's + Sigma's, and only (A5) reads dA): (A5) with dA, then
@@ -418,10 +460,7 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
       for (int e = tid; e < CM * D; e += kThreads) s.dY[e / D][e % D] = -s.dinv[e / D] * s.Zt[e / D][e % D];
       __syncthreads();
       adjoint_factor();
-      for (int e = tid; e < n * D; e += kThreads) {
-        const int t = e / D, c = e % D;
-        s.Zt[t][c] += g.du[base + static_cast<long long>(c0 + t) * D + c];
-      }
+      for (int e = tid; e < n * D; e += kThreads) s.Zt[e / D][e % D] += s.dOn[e / D][e % D];
       __syncthreads();
       if (tid < CM) s.rd[tid] = row_dot(s.U[tid], s.Zt[tid]) / u_scale;  // u_hat . U-bar
       __syncthreads();
@@ -540,8 +579,9 @@ __global__ void __launch_bounds__(kThreads, kWalkBlocksPerSm<CM>)
         const int t = e / D, c = e % D;
         const long long at = base + static_cast<long long>(c0 + t) * D + c;
         const float dkf = s.dKf[t][c] + (s.nk[t] == 0.f ? s.dK[t][c] : (s.dK[t][c] - s.K[t][c] * s.rd[t]) / s.nk[t]);
-        g.dk[at] = dkf * elu_plus_one_grad(x.k[at]);
-        g.dq[at] = s.dQf[t][c] * elu_plus_one_grad(x.q[at]);
+        // phi'(x) = min(phi(x), 1) exactly: 1 where x > 0 (phi = x + 1 >= 1), exp(x) = phi(x) elsewhere.
+        g.dk[at] = dkf * fminf(s.Kf[t][c], 1.f);
+        g.dq[at] = s.dQf[t][c] * fminf(s.Qf[t][c], 1.f);
         g.du[at] = s.Zt[t][c];
       }
     }

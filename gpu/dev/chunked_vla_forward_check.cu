@@ -1,5 +1,5 @@
 // Development driver of the chunked VLA forward (gpu/chunked_vla_forward.cu): Algorithm 1 written out in
-// double on the host, the check of the chunked kernel and of the fused recurrent kernel against it on
+// double on the host (gpu/dev/algorithm1_reference.hpp), the check of the chunked kernel and of the fused recurrent kernel against it on
 // fresh random inputs (several shapes, chunk lengths, refresh on and off, T not a multiple of the chunk),
 // and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
 //
@@ -14,6 +14,8 @@
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
 // to the toolkit's CPU rule instead; this file is the kernel's bench and a reference independent of core/.
 #include "gpu/chunked_vla_forward.hpp"
+#include "gpu/dev/algorithm1_reference.hpp"
+#include "gpu/dev/driver_support.hpp"
 #include "gpu/recurrent_forward.hpp"
 
 #include <algorithm>
@@ -24,53 +26,13 @@
 #include <string>
 #include <vector>
 
-#define CUDA_OK(call)                                                                               \
-  do {                                                                                              \
-    const cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
-
 namespace {
 
 using vla::gpu::RecurrentParams;
 using vla::gpu::RecurrentTensors;
 
-double phi(double x) { return x > 0 ? x + 1 : std::exp(x); }
-
-// Algorithm 1 (lines 4-26) for one sequence, double; q, k, v, u (T, d) rows, o (T, d).
-void algorithm1(const float* q, const float* k, const float* v, const float* u, float* o, int T, int d, const RecurrentParams& p) {
-  std::vector<double> A(d * d, 0.0), S(d * d, 0.0), z(d, 0.0), kf(d), kh(d), qf(d), uu(d), y(d), al(d), e(d);
-  for (int i = 0; i < d; ++i) A[i * d + i] = 1.0 / p.lambda0;
-  for (int t = 0; t < T; ++t) {
-    const float *qt = q + t * d, *kt = k + t * d, *vt = v + t * d, *ut = u + t * d;
-    double kn = 0, un = 0;
-    for (int i = 0; i < d; ++i) { kf[i] = phi(kt[i]); qf[i] = phi(qt[i]); kn += kf[i] * kf[i]; un += double(ut[i]) * ut[i]; }
-    for (int i = 0; i < d; ++i) { kh[i] = kf[i] / std::sqrt(kn); uu[i] = ut[i] / std::sqrt(un) / std::sqrt(double(d)); }
-    double delta = 1;
-    for (int i = 0; i < d; ++i) { y[i] = 0; for (int j = 0; j < d; ++j) y[i] += A[i * d + j] * uu[j]; delta += uu[i] * y[i]; }
-    if (!(delta >= p.eps)) delta = p.eps;
-    for (int i = 0; i < d; ++i) for (int j = 0; j < d; ++j) A[i * d + j] -= y[i] * y[j] / delta;
-    if (p.refresh_period > 0 && (t + 1) % p.refresh_period == 0) for (int i = 0; i < d; ++i) A[i * d + i] += p.refresh_eta;
-    double an = 0;
-    for (int i = 0; i < d; ++i) { al[i] = 0; for (int j = 0; j < d; ++j) al[i] += A[i * d + j] * kh[j]; an += al[i] * al[i]; }
-    for (int i = 0; i < d; ++i) al[i] /= std::sqrt(an);
-    for (int i = 0; i < d; ++i) { e[i] = vt[i]; for (int j = 0; j < d; ++j) e[i] -= S[i * d + j] * kh[j]; }
-    for (int i = 0; i < d; ++i) for (int j = 0; j < d; ++j) S[i * d + j] += e[i] * al[j];
-    double den = 0;
-    for (int i = 0; i < d; ++i) { z[i] += kf[i]; den += qf[i] * z[i]; }
-    den = den < p.eps ? p.eps : den;
-    for (int i = 0; i < d; ++i) { double s = 0; for (int j = 0; j < d; ++j) s += S[i * d + j] * qf[j]; o[t * d + i] = float(s / den); }
-  }
-}
-
-struct Dev {
-  float* p = nullptr;
-  explicit Dev(std::size_t n) { CUDA_OK(cudaMalloc(&p, n * sizeof(float))); }
-  ~Dev() { cudaFree(p); }
-};
+using vla::gpu::dev::algorithm1;
+using vla::gpu::dev::Dev;
 
 // Device inputs (B, H, T, 32) filled on the device (fill_random: uniform, unit variance) and an output.
 struct RandomTensors {
@@ -149,23 +111,7 @@ bool check(int B, int H, int T, int chunk, int period, std::uint64_t seed, int g
 }
 
 double time_ms(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int reps, int group = 0) {
-  cudaEvent_t a, b;
-  CUDA_OK(cudaEventCreate(&a));
-  CUDA_OK(cudaEventCreate(&b));
-  for (int i = 0; i < 2; ++i) CUDA_OK(launch(chunk, x, p, group));  // warm-up
-  CUDA_OK(cudaDeviceSynchronize());
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    CUDA_OK(cudaEventRecord(a));
-    CUDA_OK(launch(chunk, x, p, group));
-    CUDA_OK(cudaEventRecord(b));
-    CUDA_OK(cudaEventSynchronize(b));
-    CUDA_OK(cudaEventElapsedTime(&ms[i], a, b));
-  }
-  CUDA_OK(cudaEventDestroy(a));
-  CUDA_OK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
+  return vla::gpu::dev::median_ms(reps, [&] { return launch(chunk, x, p, group); });
 }
 
 }  // namespace
