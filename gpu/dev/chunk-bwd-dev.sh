@@ -7,7 +7,7 @@
 # T = CB_PHASE_T (default 16384), each line beside its source; memcheck = compute-sanitizer over the checks;
 # ab = the bench of a baseline build carried as .device-carry/bin/base/cvlab_check.xz (copy the current one
 # there before rebuilding), of this one and of every .device-carry/bin/variants/NAME/cvlab_check.xz, in turn,
-# twice: A/B ratios taken in one call.
+# twice: A/B ratios taken in one call (and each build's `digest` of its gradients' bits, in the first round).
 # usage: bash gpu/dev/chunk-bwd-dev.sh      exit status non-zero if a check or the sanitizer failed
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +34,7 @@ for s in ${STEPS:-check bench phases}; do
         else echo "$line"; fi
       done ;;
     ab) for round in 1 2; do for b in "${BUILDS[@]}"; do
-          echo "-- $b (round $round)"; "$BIN/$b" bench "${CB_T:-4096,16384,65536}" "${CB_REPS:-10}" | tail -n +3 || status=1
+          echo "-- $b (round $round)"; [ $round = 1 ] && "$BIN/$b" digest | tail -n +2; "$BIN/$b" bench "${CB_T:-4096,16384,65536}" "${CB_REPS:-10}" | tail -n +3 || status=1
         done; done ;;
     memcheck) compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/cvlab_check" check 2>&1 | tail -4 || status=1 ;;
     *) echo "unknown step $s"; status=2 ;;

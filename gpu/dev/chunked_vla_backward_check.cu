@@ -12,9 +12,12 @@
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. gpu/dev/chunked_vla_backward_check.cu gpu/chunked_vla_backward.cu \
 //        gpu/chunked_vla_forward.cu gpu/recurrent_forward.cu gpu/recurrent_backward.cu -o cvlab_check
-//   ./cvlab_check [check|bench [T,...] [reps]|phases T]
+//   ./cvlab_check [check|bench [T,...] [reps]|phases T|digest]
 // (phases: one backward at (8, 4, T, 32); with a kernel built by gpu/dev/chunk-bwd-phases.sh, which times
 // every barrier-to-barrier phase of the walks, it prints their cycles per chunk.)
+//
+// (digest: a hash of the four gradients' bits at fixed inputs, for a rebuild that should change no bit: a
+// kernel whose phases were rescheduled without changing any entry's operations.)
 //
 // Exit status 1 when a check fails or a gradient is not finite.
 #include "gpu/chunked_vla_backward.hpp"
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -225,6 +229,25 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "mode: unknown '%s' (allowed: check, bench, phases)\n", mode.c_str());
+  if (mode == "digest") {  // FNV-1a over the gradients' bits: refresh 20 (C = 20, 7) and off (C = 16, 32)
+    for (const auto [chunk, period] : {std::pair{20, 20}, std::pair{7, 20}, std::pair{16, 0}, std::pair{32, 0}}) {
+      Problem pr(2, 3, 1009, chunk, period, 0);
+      float* fill[5] = {pr.q.p, pr.k.p, pr.v.p, pr.u.p, pr.dout.p};
+      for (int i = 0; i < 5; ++i) CUDA_OK(vla::gpu::fill_random(fill[i], (long long)pr.N, 21 + i));
+      CUDA_OK(pr.forward());
+      CUDA_OK(pr.backward());
+      CUDA_OK(cudaDeviceSynchronize());
+      unsigned long long h = 1469598103934665603ULL;
+      for (const float* gp : {pr.dq.p, pr.dk.p, pr.dv.p, pr.du.p})
+        for (const float v : to_host(gp, pr.N)) {
+          unsigned bits;
+          std::memcpy(&bits, &v, 4);
+          h = (h ^ bits) * 1099511628211ULL;
+        }
+      std::printf("digest C=%-2d refresh=%-2d %016llx\n", chunk, period, h);
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "mode: unknown '%s' (allowed: check, bench, phases, digest)\n", mode.c_str());
   return 2;
 }
