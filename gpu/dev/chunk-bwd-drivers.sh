@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Builds the chunk-form VLA backward's development driver (gpu/dev/chunked_vla_backward_check.cu) twice into
-# DIR (default .device-carry/bin), xz-compressed (~5 MB each; `xz -d` them where they run): cvlab_check as the
-# kernel is, and cvlab_phases with the walk kernels
-# instrumented, every barrier of walk_kernel timed (clock64 by thread 0 of the middle block of each launch:
-# the cycles from the previous barrier, summed per barrier line, printed by `cvlab_phases phases T` against
-# the source line). Needs nvcc only, no GPU: build here, carry DIR, run on the device (both link libstdc++
-# statically, so the device's older C++ runtime does not matter).
+# DIR (default .device-carry/bin), xz-compressed (~5 MB each; `xz -d` them where they run): cvlab_check with
+# the kernel as it is, and cvlab_phases with every barrier of walk_kernel timed (clock64 by thread 0 of the
+# middle block of each launch: the cycles since the previous barrier, summed per barrier line, printed by
+# `cvlab_phases phases T` against the source line). Needs nvcc only, no GPU: build here, carry DIR, run on
+# the device (both link the C++ runtime statically, so the device's older one does not matter).
 # With ONLY_CHECK=1, cvlab_check alone (a variant to A/B: DIR=.device-carry/bin/variants/NAME, which
 # gpu/dev/chunk-bwd-dev.sh's `ab` step times beside the others).
 # usage: bash gpu/dev/chunk-bwd-drivers.sh [DIR]
@@ -20,10 +19,12 @@ OTHERS=(gpu/chunked_vla_forward.cu gpu/recurrent_forward.cu gpu/recurrent_backwa
 
 # The instrumented copy: CVLA_SYNC(line) for every __syncthreads() of walk_kernel (line: the original's).
 mkdir -p "$TMP/gpu"
-awk '
+LINES=$(( $(wc -l < gpu/chunked_vla_backward.cu) + 1 ))  # the clock tables' rows: one per source line
+awk -v LINES="$LINES" '
   /^#include <algorithm>/ && !pre { print; print "#include <cstdio>";
-    print "__device__ unsigned long long cvla_cycles[3][1024];";
-    print "__device__ unsigned cvla_hits[3][1024];";
+    print "constexpr int kLines = " LINES ";";
+    print "__device__ unsigned long long cvla_cycles[3][kLines];";
+    print "__device__ unsigned cvla_hits[3][kLines];";
     print "#define CVLA_SYNC(line) do { __syncthreads(); if (threadIdx.x == 0 && blockIdx.x == gridDim.x / 2) { \\";
     print "    const long long now_ = clock64(); cvla_cycles[int(W)][line] += now_ - cvla_t; ++cvla_hits[int(W)][line]; cvla_t = now_; } } while (0)";
     pre = 1; next }
@@ -34,17 +35,17 @@ awk '
   { print }
   END {
     print "extern \"C\" void cvla_phase_report() {";
-    print "  static unsigned long long c[3][1024]; static unsigned h[3][1024];";
+    print "  static unsigned long long c[3][kLines]; static unsigned h[3][kLines];";
     print "  if (cudaMemcpyFromSymbol(c, cvla_cycles, sizeof c) != cudaSuccess || cudaMemcpyFromSymbol(h, cvla_hits, sizeof h) != cudaSuccess) { std::printf(\"phase report: copy failed\\n\"); return; }";
     print "  for (int w = 0; w < 3; ++w) {";
     print "    unsigned long long total = 0; unsigned chunks = 0;";
-    print "    for (int l = 0; l < 1024; ++l) { total += c[w][l]; chunks = h[w][l] > chunks ? h[w][l] : chunks; }";
+    print "    for (int l = 0; l < kLines; ++l) { total += c[w][l]; chunks = h[w][l] > chunks ? h[w][l] : chunks; }";
     print "    std::printf(\"walk B%d: %u chunks in the probed block, %.0f cycles per chunk\\n\", w + 1, chunks, chunks ? double(total) / chunks : 0.0);";
-    print "    for (int l = 0; l < 1024; ++l) if (h[w][l]) std::printf(\"  B%d line %4d  %6.0f cycles per chunk  %5.1f%%\\n\", w + 1, l, double(c[w][l]) / chunks, 100.0 * c[w][l] / total);";
+    print "    for (int l = 0; l < kLines; ++l) if (h[w][l]) std::printf(\"  B%d line %4d  %6.0f cycles per chunk  %5.1f%%\\n\", w + 1, l, double(c[w][l]) / chunks, 100.0 * c[w][l] / total);";
     print "  }";
     print "}";
   }' gpu/chunked_vla_backward.cu > "$TMP/gpu/chunked_vla_backward.cu"
-grep -c "CVLA_SYNC(" "$TMP/gpu/chunked_vla_backward.cu" > /dev/null
+grep -q "CVLA_SYNC(" "$TMP/gpu/chunked_vla_backward.cu" || { echo "chunk-bwd-drivers: no barrier of walk_kernel found to time"; exit 1; }
 
 "${NVCC[@]}" gpu/dev/chunked_vla_backward_check.cu gpu/chunked_vla_backward.cu "${OTHERS[@]}" -o "$TMP/cvlab_check" 2> "$TMP/check.log" &
 BINS=(cvlab_check)
