@@ -164,6 +164,36 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
   return r;
 }
 
+// VLA's head forward and backward in mp50, the toolkit's ground truth, on every (b, h) sequence of the same
+// fp32-valued inputs: the output, then dq, dk, dv, du, rounded to double at the end. The rule as with_rule
+// builds it for the "vla" mixer (VlaRule::from_config), with the refresh period set.
+std::vector<std::vector<double>> run_reference_mp50(const Case& c, int refresh_period) {
+  using vla::mp50;
+  vla::MixerConfig cfg;
+  cfg.mixer = "vla";
+  cfg.penalty.refresh_period = refresh_period;
+  const auto rule = vla::VlaRule<vla::Precision<mp50>>::from_config(cfg);
+  const Shape s = c.s;
+  const std::size_t n = std::size_t(s.T) * s.d;
+  std::vector<std::vector<double>> r(5, std::vector<double>(c.in[0].size()));
+  for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
+    auto rows = [&](const std::vector<float>& x) {  // sequence seq's (T, d) slice
+      vla::Mat<mp50> m(s.T, s.d);
+      for (int t = 0; t < s.T; ++t)
+        for (int i = 0; i < s.d; ++i) m(t, i) = mp50(x[seq * n + std::size_t(t) * s.d + i]);
+      return m;
+    };
+    vla::HeadSequence<mp50> x;
+    x.q = rows(c.in[0]); x.k = rows(c.in[1]); x.v = rows(c.in[2]); x.u = rows(c.in[3]);
+    const auto res = vla::model::head_forward_backward(rule, x, rows(c.in[4]));
+    const vla::Mat<mp50>* out[] = {&res.O, &res.grad.dq, &res.grad.dk, &res.grad.dv, &res.grad.du};
+    for (int a = 0; a < 5; ++a)
+      for (int t = 0; t < s.T; ++t)
+        for (int i = 0; i < s.d; ++i) r[a][seq * n + std::size_t(t) * s.d + i] = vla::to_double((*out[a])(t, i));
+  }
+  return r;
+}
+
 // The group-parallel VLA backward (vla_group_backward) with groups of group_tokens (0: its own choice,
 // vla_group_backward_tokens) after the forward that leaves its checkpoints: the fused forward (all of
 // them) when chunked_group < 0; else the chunked forward (only at its group starts; chunk length `chunk`,
@@ -504,6 +534,51 @@ TEST_CASE("chunk-form VLA backward after the chunked forward's chunk starts matc
     p.refresh_period = r.period;
     for (int gt : r.groups)
       check_group("vla chunk form (refresh " + std::to_string(r.period) + ")", r.s, run_gpu_chunkwise(c, p, gt, r.chunk), ref, {});
+  }
+}
+
+TEST_CASE("chunked VLA forward and chunk-form backward against the mp50 reference", "[gpu][bwd][chunk-bwd][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // The rest of the GPU suite holds the kernels to the core path in double; here to the ground truth itself,
+  // at shapes small enough for mp50, with the double path's own distance from it: if that were not far below
+  // the fp32 bound, the double reference could not stand in for mp50 elsewhere.
+  struct Run { Shape s; int period, chunk; };
+  std::uint64_t seed = 9800;
+  for (const Run& r : {Run{{1, 2, 67, 32}, 20, 0}, Run{{1, 1, 45, 32}, 0, 16}}) {
+    const Case c = random_case(r.s, seed++);
+    const auto mp = run_reference_mp50(c, r.period);
+    const auto dbl = run_reference("vla", c, r.period);
+    vla::gpu::RecurrentParams p = kernel_of("vla").params;
+    p.refresh_period = r.period;
+    DeviceCase d(c);
+    vla::gpu::DeviceBuffer starts(vla::gpu::chunked_vla_chunk_starts_floats(r.s.B, r.s.H, r.s.T, r.chunk, p)),
+        ws(vla::gpu::chunked_vla_backward_workspace_floats(r.chunk, p, r.s.B, r.s.H, r.s.T));
+    for (auto* b : {&starts, &ws, &d.o}) b->poison();
+    vla::gpu::check(vla::gpu::chunked_vla_forward(d.x, p, r.chunk, 0, nullptr, starts.get()), "chunked_vla_forward launch");
+    vla::gpu::check(vla::gpu::chunked_vla_backward(d.x, d.g, p, r.chunk, 0, starts.get(), ws.get()), "chunked_vla_backward launch");
+    std::vector<std::vector<float>> got = d.grads("chunked VLA forward and backward");
+    got.insert(got.begin(), d.o.download());
+    const char* names[] = {"output", "dq_raw", "dk_raw", "dv", "du_raw"};
+    const double tol = fp32_bound(r.s);
+    for (int a = 0; a < 5; ++a) {
+      double e_dbl = std::nan("");  // the double reference (gradients only) against mp50
+      if (a > 0) {
+        double num = 0, den = 0;
+        for (std::size_t i = 0; i < mp[a].size(); ++i) {
+          num += (dbl[a - 1][i] - mp[a][i]) * (dbl[a - 1][i] - mp[a][i]);
+          den += mp[a][i] * mp[a][i];
+        }
+        e_dbl = std::sqrt(num / den);
+      }
+      const double e = rel_err(got[a], mp[a]);
+      INFO(names[a] << " T=" << r.s.T << " refresh " << r.period << " chunk " << r.chunk << ", tol " << tol);
+      WARN("chunked VLA against mp50, " << names[a] << " T=" << r.s.T << ": GPU rel err " << e << ", the double reference "
+                                       << e_dbl);
+      // A failure: the kernels are wrong where the double reference could not see it, or (e_dbl) the double
+      // reference is not the ground truth the rest of the suite takes it for.
+      CHECK(e <= tol);
+      if (a > 0) CHECK(e_dbl <= 1e-12);
+    }
   }
 }
 
