@@ -4,6 +4,7 @@
 // everything fp32 on the device.
 #include "gpu/layer_forward.hpp"
 
+#include "core/knob.hpp"
 #include "core/rules/gpu_support.hpp"
 #include "gpu/affine.hpp"
 #include "gpu/chunked_vla_forward.hpp"
@@ -68,12 +69,18 @@ RecurrentForm resolve_form(RecurrentForm f, const GpuKernel& k, int d, int T, bo
 }
 
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
-                         const Mat<float>& X, std::vector<StepStats>* trace, RecurrentForm form, RecurrentForm* ran) {
+                         const Mat<float>& X, std::vector<StepStats>* trace, RecurrentForm form, RecurrentForm* ran,
+                         ProductOperands products) {
   // The rule's kernel and its parameters (its GPU trait); throws naming the flag and what is allowed.
   const GpuKernel kernel = gpu_kernel_for(cfg, shape.d_head, GpuUse::LayerForward);
   const RecurrentKind kind = kernel.kind;
   const int d = shape.d_head, dm = shape.d_model, T = static_cast<int>(X.rows());
   const RecurrentForm use = resolve_form(form, kernel, d, T, trace != nullptr);
+  if (products != ProductOperands::Full && use != RecurrentForm::Chunked)
+    throw std::invalid_argument(fmt::format("--products: '{}' sets how the chunked recurrence's products read their operands, and "
+                                            "this request runs the fused kernel (--recurrent-form chunked: the `vla` mixer at "
+                                            "d_head 32, no --trace)",
+                                            knob_value_name(products)));
   if (ran) *ran = use;
   if (shape.heads != 1) throw std::invalid_argument(fmt::format("--heads: the layer contract is single-head (got {})", shape.heads));
   // The same weight-shape checks as the CPU path (throws naming the weight).
@@ -112,7 +119,7 @@ Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const 
   }
   if (trace) { dStats = DeviceBuffer(std::size_t(T) * 3); x.stats = dStats.get(); }
 
-  if (use == RecurrentForm::Chunked) check(chunked_vla_forward(x, kernel.params), "chunked_vla_forward");
+  if (use == RecurrentForm::Chunked) check(chunked_vla_forward(x, kernel.params, 0, 0, nullptr, nullptr, products), "chunked_vla_forward");
   else check(recurrent_forward(kind, x, kernel.params), "recurrent_forward");
   check(affine_rows(dO.get(), T, d, Wo.get(), bo.get(), dm, dY.get()), "affine out");
   check(cudaDeviceSynchronize(), "layer_forward (sync)");

@@ -3,6 +3,7 @@
 // X (T, d_model) -> Y (T, d_model), y_t = W_o o_t + b_o) run on the CUDA kernels in fp32.
 // Implemented in gpu/ (compiled only with CUDA); the CLI calls it under VLA_HAVE_CUDA.
 #include "core/layers/mixer_layer.hpp"
+#include "core/product_operands.hpp"
 #include "core/rules/gpu_kernel.hpp"
 #include "core/rules/registry.hpp"
 
@@ -40,10 +41,13 @@ bool chunked_serves(const GpuKernel& k, int d);
 // w holds the layer's weights in fp32 (shapes as MixerWeights documents, heads = 1).
 // If trace is non-null it receives one StepStats per step (S_fro, A_fro, delta where the rule has them).
 // `form` picks the recurrence's kernel (resolve_form); if ran is non-null it receives the one that ran.
+// `products` (`--products`): how the chunked form's tensor-core products read their operands
+// (core/product_operands.hpp; tf32: one pass, ~5e-4 relative error, docs/chunkwise-vla.md); anything but
+// Full where the recurrence resolves to the fused kernel is refused.
 // Throws std::runtime_error (with the CUDA error string) on any CUDA failure, std::invalid_argument
-// for a mixer, shape or form the GPU path does not support.
+// for a mixer, shape, form or products mode the GPU path does not support (before any CUDA call).
 Mat<float> layer_forward(const MixerConfig& cfg, const LayerShape& shape, const MixerWeights<float>& w,
                          const Mat<float>& X, std::vector<StepStats>* trace, RecurrentForm form = RecurrentForm::Auto,
-                         RecurrentForm* ran = nullptr);
+                         RecurrentForm* ran = nullptr, ProductOperands products = ProductOperands::Full);
 
 }  // namespace vla::gpu

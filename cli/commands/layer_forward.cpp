@@ -5,8 +5,10 @@
 #include "cli/mixer_options.hpp"
 #include "core/io/csv.hpp"
 #include "core/io/npy.hpp"
+#include "core/knob.hpp"
 #include "core/layers/layer_forward.hpp"
 #include "core/layers/single_head_weights.hpp"
+#include "core/product_operands.hpp"
 
 #include <fmt/format.h>
 
@@ -33,6 +35,7 @@ struct Args {
   std::string trace;
   std::string device = "cpu";
   std::string form = "auto";  // --recurrent-form, cuda only (gpu/layer_forward.hpp)
+  std::string products = "full";  // --products, cuda's chunked recurrence only (core/product_operands.hpp)
   std::string ran;            // the form that ran, for the closing line
 };
 
@@ -55,8 +58,10 @@ vla::LayerForwardResult run_gpu([[maybe_unused]] Args& a, [[maybe_unused]] const
   std::vector<vla::StepStats> trace;
   vla::gpu::RecurrentForm ran{};
   const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X),
-                                               a.trace.empty() ? nullptr : &trace, vla::gpu::recurrent_form(a.form), &ran);
+                                               a.trace.empty() ? nullptr : &trace, vla::gpu::recurrent_form(a.form), &ran,
+                                               vla::parse_knob_value<vla::ProductOperands>(a.products, "--products"));
   a.ran = vla::gpu::form_name(ran);
+  if (a.products != "full") a.ran += ", " + a.products + " products";
   if (a.trace.empty()) trace.assign(std::size_t(Y.rows()), vla::StepStats{});  // not written: no --trace
   for (Eigen::Index t = 0; t < Y.rows(); ++t)
     if (!vla::all_finite(Y.row(t))) throw vla::NonFiniteError(int(t) + 1, 0, -1, "y_t", "float (the CUDA path)");
@@ -76,6 +81,9 @@ void run(Args& a) {
     throw std::invalid_argument(fmt::format("--device: unknown device '{}' (allowed: cpu, cuda)", a.device));
   if (a.device == "cpu" && a.form != "auto")
     throw std::invalid_argument(fmt::format("--recurrent-form: '{}' picks a CUDA kernel; it needs --device cuda", a.form));
+  if (vla::parse_knob_value<vla::ProductOperands>(a.products, "--products") != vla::ProductOperands::Full && a.device == "cpu")
+    throw std::invalid_argument(fmt::format("--products: '{}' is how a CUDA kernel's products read their operands; it needs --device cuda",
+                                            a.products));
   // Validate the names and numbers before touching any file (each throws naming its parameter).
   vla::with_precision(a.precision, [](auto) {});
   // with_rule accepts exactly the names of kMixerNames ("a, b, c"); check against that list.
@@ -158,6 +166,10 @@ const vla::cli::RegisterCommand reg{
       app.add_option("--recurrent-form", a->form,
                      "cuda: auto | fused | chunked (the chunkwise-parallel VLA forward: the `vla` mixer, no --trace; auto takes "
                      "it where it serves the request and was measured faster: gpu/layer_forward.hpp)")
+          ->capture_default_str();
+      app.add_option("--products", a->products,
+                     "cuda, chunked recurrence: full | tf32 (one-pass TF32 tensor-core products, ~5e-4 relative error: "
+                     "core/product_operands.hpp, docs/chunkwise-vla.md)")
           ->capture_default_str();
       app.final_callback([a] { run(*a); });
     }};

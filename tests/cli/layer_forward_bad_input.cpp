@@ -90,6 +90,8 @@ TEST_CASE("layer-forward: --lambda0 0, --eps 0, bad options", "[cli]") {
   c.expect_failure(c.good() + " --delta-policy sometimes", "--delta-policy");
   c.expect_failure(c.good() + " --device tpu", "--device");
   c.expect_failure(c.good() + " --recurrent-form chunked", "--recurrent-form");  // a CUDA kernel's choice on the CPU
+  c.expect_failure(c.good() + " --products tf32", "--products");                  // likewise
+  c.expect_failure(c.good() + " --products bf16", "full, tf32");                  // not a mode: the allowed ones listed
 }
 
 TEST_CASE("layer-forward: unknown --mixer and --precision", "[cli]") {
