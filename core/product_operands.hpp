@@ -19,8 +19,8 @@ namespace vla {
 
 enum class ProductOperands { Full, Tf32 };
 
-// The values' names, wherever one is read (gpu/dev/chunked_vla_forward_check.cu's CVLA_PRODUCTS; core/knob.hpp
-// parses them for a command-line flag).
+// The values' names, wherever one is read (`vla layer-forward --products` through core/knob.hpp's
+// parse_knob_value; gpu/dev/chunked_vla_forward_check.cu's CVLA_PRODUCTS).
 constexpr std::array<std::pair<std::string_view, ProductOperands>, 2> knob_values(ProductOperands) {
   return {{{"full", ProductOperands::Full}, {"tf32", ProductOperands::Tf32}}};
 }
