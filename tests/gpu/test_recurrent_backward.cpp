@@ -120,6 +120,15 @@ std::vector<std::vector<float>> run_gpu(const std::string& mixer, const Case& c,
   return r;
 }
 
+// Sequence seq's (T, d) slice of a (B, H, T, d) buffer, in scalar S.
+template <class S> vla::Mat<S> sequence_rows(const std::vector<float>& x, const Shape& s, std::size_t seq) {
+  const std::size_t n = std::size_t(s.T) * s.d;
+  vla::Mat<S> m(s.T, s.d);
+  for (int t = 0; t < s.T; ++t)
+    for (int i = 0; i < s.d; ++i) m(t, i) = S(x[seq * n + std::size_t(t) * s.d + i]);
+  return m;
+}
+
 // The core head backward (core/model/head.hpp, the rules' adjoints) on every (b, h) sequence, in double
 // on the same fp32-valued inputs; same list as run_gpu. VLA with A fixed (on DeltaNet's kernel, which has
 // no u): its du must be exactly zero (A, the only reader of u, never changes), and is checked so here.
@@ -137,12 +146,7 @@ std::vector<std::vector<double>> run_reference(const std::string& mixer, const C
   vla::with_rule<vla::Precision<double>>(cfg, [&](const auto& rule) {
     using Rule = std::decay_t<decltype(rule)>;
     for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
-      auto rows = [&](const std::vector<float>& x) {  // sequence seq's (T, d) slice
-        vla::Mat<double> m(s.T, s.d);
-        for (int t = 0; t < s.T; ++t)
-          for (int i = 0; i < s.d; ++i) m(t, i) = double(x[seq * n + std::size_t(t) * s.d + i]);
-        return m;
-      };
+      auto rows = [&](const std::vector<float>& x) { return sequence_rows<double>(x, s, seq); };
       vla::HeadSequence<double> x;
       x.q = rows(c.in[0]); x.k = rows(c.in[1]); x.v = rows(c.in[2]);
       if constexpr (Rule::needs.penalty) x.u = rows(c.in[3]);
@@ -177,12 +181,7 @@ std::vector<std::vector<double>> run_reference_mp50(const Case& c, int refresh_p
   const std::size_t n = std::size_t(s.T) * s.d;
   std::vector<std::vector<double>> r(5, std::vector<double>(c.in[0].size()));
   for (std::size_t seq = 0; seq < std::size_t(s.B) * s.H; ++seq) {
-    auto rows = [&](const std::vector<float>& x) {  // sequence seq's (T, d) slice
-      vla::Mat<mp50> m(s.T, s.d);
-      for (int t = 0; t < s.T; ++t)
-        for (int i = 0; i < s.d; ++i) m(t, i) = mp50(x[seq * n + std::size_t(t) * s.d + i]);
-      return m;
-    };
+    auto rows = [&](const std::vector<float>& x) { return sequence_rows<mp50>(x, s, seq); };
     vla::HeadSequence<mp50> x;
     x.q = rows(c.in[0]); x.k = rows(c.in[1]); x.v = rows(c.in[2]); x.u = rows(c.in[3]);
     const auto res = vla::model::head_forward_backward(rule, x, rows(c.in[4]));
