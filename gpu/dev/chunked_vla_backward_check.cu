@@ -13,11 +13,10 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. gpu/dev/chunked_vla_backward_check.cu gpu/chunked_vla_backward.cu \
 //        gpu/chunked_vla_forward.cu gpu/recurrent_forward.cu gpu/recurrent_backward.cu -o cvlab_check
 //   ./cvlab_check [check|bench [T,...] [reps]|phases T|digest]
-// (phases: one backward at (8, 4, T, 32); with a kernel built by gpu/dev/chunk-bwd-phases.sh, which times
-// every barrier-to-barrier phase of the walks, it prints their cycles per chunk.)
-//
-// (digest: a hash of the four gradients' bits at fixed inputs, for a rebuild that should change no bit: a
-// kernel whose phases were rescheduled without changing any entry's operations.)
+// (phases: one backward at (8, 4, T, 32); in the build gpu/dev/chunk-bwd-drivers.sh instruments, which times
+// every barrier-to-barrier phase of the walks, it prints their cycles per chunk. digest: a hash of the four
+// gradients' bits at fixed inputs, for a rebuild that should change no bit, e.g. a kernel whose phases were
+// rescheduled without changing any entry's operations.)
 //
 // Exit status 1 when a check fails or a gradient is not finite.
 #include "gpu/chunked_vla_backward.hpp"
@@ -220,7 +219,7 @@ int main(int argc, char** argv) {
         CUDA_OK(pr.backward());
         CUDA_OK(cudaDeviceSynchronize());
         if (cvla_phase_report) cvla_phase_report();
-        else std::printf("phases: this build's walk kernels are not instrumented (gpu/dev/chunk-bwd-phases.sh builds them)\n");
+        else std::printf("phases: this build's walk kernels are not instrumented (gpu/dev/chunk-bwd-drivers.sh builds cvlab_phases)\n");
         continue;
       }
       const double f = vla::gpu::dev::median_ms(reps, [&] { return pr.forward(); });

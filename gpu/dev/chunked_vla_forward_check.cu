@@ -1,7 +1,8 @@
 // Development driver of the chunked VLA forward (gpu/chunked_vla_forward.cu): Algorithm 1 written out in
-// double on the host (gpu/dev/algorithm1_reference.hpp), the check of the chunked kernel and of the fused recurrent kernel against it on
-// fresh random inputs (several shapes, chunk lengths, refresh on and off, T not a multiple of the chunk),
-// and the benchmark of both in one run (CUDA events, median of the repetitions after a warm-up).
+// double on the host (gpu/dev/algorithm1_reference.hpp), the check of the chunked kernel and of the fused
+// recurrent kernel against it on fresh random inputs (several shapes, chunk lengths, refresh on and off, T
+// not a multiple of the chunk), and the benchmark of both in one run (CUDA events, median of the
+// repetitions after a warm-up).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
 //        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|tf32|profile [T [G]]|groups T G,...]
