@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-// Printed by the instrumented walk kernels of gpu/dev/chunk-bwd-phases.sh; absent (null) otherwise.
+// Defined by the instrumented build of gpu/dev/chunk-bwd-drivers.sh (cvlab_phases); null in any other.
 extern "C" void cvla_phase_report() __attribute__((weak));
 
 namespace {
