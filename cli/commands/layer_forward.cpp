@@ -36,6 +36,7 @@ struct Args {
   std::string device = "cpu";
   std::string form = "auto";  // --recurrent-form, cuda only (gpu/layer_forward.hpp)
   std::string products = "full";  // --products, cuda's chunked recurrence only (core/product_operands.hpp)
+  vla::ProductOperands product_operands = vla::ProductOperands::Full;  // --products, parsed by run()
   std::string ran;            // the form that ran, for the closing line
 };
 
@@ -59,9 +60,9 @@ vla::LayerForwardResult run_gpu([[maybe_unused]] Args& a, [[maybe_unused]] const
   vla::gpu::RecurrentForm ran{};
   const Mat<float> Y = vla::gpu::layer_forward(a.cfg, shape, w.cast<float>(), vla::cast_matrix<float>(X),
                                                a.trace.empty() ? nullptr : &trace, vla::gpu::recurrent_form(a.form), &ran,
-                                               vla::parse_knob_value<vla::ProductOperands>(a.products, "--products"));
+                                               a.product_operands);
   a.ran = vla::gpu::form_name(ran);
-  if (a.products != "full") a.ran += ", " + a.products + " products";
+  if (a.product_operands != vla::ProductOperands::Full) a.ran += ", " + a.products + " products";
   if (a.trace.empty()) trace.assign(std::size_t(Y.rows()), vla::StepStats{});  // not written: no --trace
   for (Eigen::Index t = 0; t < Y.rows(); ++t)
     if (!vla::all_finite(Y.row(t))) throw vla::NonFiniteError(int(t) + 1, 0, -1, "y_t", "float (the CUDA path)");
@@ -81,7 +82,8 @@ void run(Args& a) {
     throw std::invalid_argument(fmt::format("--device: unknown device '{}' (allowed: cpu, cuda)", a.device));
   if (a.device == "cpu" && a.form != "auto")
     throw std::invalid_argument(fmt::format("--recurrent-form: '{}' picks a CUDA kernel; it needs --device cuda", a.form));
-  if (vla::parse_knob_value<vla::ProductOperands>(a.products, "--products") != vla::ProductOperands::Full && a.device == "cpu")
+  a.product_operands = vla::parse_knob_value<vla::ProductOperands>(a.products, "--products");
+  if (a.product_operands != vla::ProductOperands::Full && a.device == "cpu")
     throw std::invalid_argument(fmt::format("--products: '{}' is how a CUDA kernel's products read their operands; it needs --device cuda",
                                             a.products));
   // Validate the names and numbers before touching any file (each throws naming its parameter).

@@ -156,12 +156,13 @@ bool check(int B, int H, int T, int chunk, int period, int group_tokens, unsigne
         dn += dir[e] * dir[e];
       }
       const double h = 1e-4;
-      std::vector<double> plus[4] = {xd[0], xd[1], xd[2], xd[3]}, minus[4] = {xd[0], xd[1], xd[2], xd[3]};
-      for (std::size_t e = 0; e < N; ++e) {
-        plus[i][e] += h * dir[e];
-        minus[i][e] -= h * dir[e];
-      }
-      const double fd = (loss(plus, dout, B * H, T, pr.p) - loss(minus, dout, B * H, T, pr.p)) / (2 * h);
+      const auto loss_at = [&](double step) {  // L with input i moved by step D, then put back
+        for (std::size_t e = 0; e < N; ++e) xd[i][e] = double(in[i][e]) + step * dir[e];
+        const double L = loss(xd, dout, B * H, T, pr.p);
+        for (std::size_t e = 0; e < N; ++e) xd[i][e] = in[i][e];
+        return L;
+      };
+      const double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
       const double rel = std::abs(fd - dot) / std::sqrt(gn * dn);
       ok = ok && rel <= 1e-5;
       std::printf(" %s %.1e", kNames[i], rel);
