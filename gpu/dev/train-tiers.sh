@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The measurement behind gpu/train/model.hpp's kChunkedTrainTiers, on a CUDA machine in one command: build
+# `vla`, then `vla bench attention` at the sequence counts (B H, H = 4, d = 32) and lengths a training run
+# has (MQAR n = 8 .. 63: T = 3 n + 1; the copy task; longer), and a table of the fused pair's fwd+bwd against
+# the chunk form's (chunked forward + chunk-form backward), ms, with the faster marked.
+# usage: bash gpu/dev/train-tiers.sh     CSVs and bench.log in $OUT; exit status non-zero if the build or a bench failed
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source gpu/device-env.sh
+device_build vla
+step "benchmark"
+for shape in "8 25,32,49,64,97,128,256" "16 25,49,97,190,256" "32 25,49,97,130,190,256" "48 25,49,97,190,256" "64 25,49,73,97,145,190,256"; do
+  set -- $shape
+  bench_attention "$1" 4 32 "$2" "${TT_REPS:-5}" "$OUT/tiers-$1-4-32.csv" > /dev/null
+done
+step "fused pair / chunk form, fwd+bwd ms"
+python3 - "$OUT" <<'PY'
+import csv, glob, sys
+rows = []
+for f in glob.glob(sys.argv[1] + "/tiers-*-4-32.csv"):
+    for r in csv.DictReader(open(f)):
+        rows.append((int(r["B"]) * int(r["H"]), int(r["T"]), float(r["vla_fwdbwd_ms"]), float(r["vla_chunkform_fwdbwd_ms"])))
+for seqs, T, fused, chunk in sorted(rows):
+    print(f"B H = {seqs:4d}  T = {T:4d}  fused {fused:7.3f}  chunk form {chunk:7.3f}  {'chunk form' if chunk < fused else 'fused'} faster ({max(fused, chunk) / min(fused, chunk):.2f}x)")
+PY
+step "done (status $status)"
+exit $status
