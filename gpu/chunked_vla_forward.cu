@@ -8,7 +8,8 @@
 // chains run in sequence order, one step per group; everything else runs for every group at once, one
 // warp per (sequence, group) (d = 32; a chunk's matrix products on the tensor cores, its triangular
 // factorisation and sweeps with lane = coordinate):
-//   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone; the group's key sum
+//   1 group_maps      Pi_g = H_m ... H_1 (P2) from the group's u_t alone (H_s Pi on the tensor cores); the
+//                     group's key sum
 //   2 penalty_chain   per sequence: the homogeneous pair [X; Z] at every group start by products with Pi_g
 //                     (P2), renormalised to [A; I] by (P3) (a 32 x 32 solve) once per span of groups; and z
 //     penalty_expand  A_g = X_g Z_g^{-1} at the other group starts, every group at once
@@ -298,8 +299,9 @@ __device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
 // ---------------------------------------------------------------------------------------------------------
 // 1. group_maps: Pi_g = H_m ... H_1 with H_s = [[I + eta_s Gram_s, eta_s I], [Gram_s, I]] (P2).
 
+constexpr int LP = 2 * D + 8;  // Pi's row stride: = 8 mod 32, so that a B fragment's (row t, column g) hit 32 banks
 struct alignas(16) MapSmem {
-  float pi[2 * D][2 * D + 1];  // Pi, lane j owns columns j and j + D
+  float pi[2 * D][LP];         // Pi, lane j owns columns j and j + D (but in H_s Pi's tensor-core tiles)
   float gram[D][LD];           // the segment's Gram, rows broadcast
   float u[kBatch][LD];         // a batch of u_t rows
   float inv[kBatch];           // their 1 / ||u_t||
@@ -364,24 +366,53 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 #pragma unroll
     for (int i = 0; i < D; ++i) s.gram[i][lane] = gram[i];
     __syncwarp();
-    // H_s Pi, lane's two columns at once (each Gram row read once for both): bottom' = Gram top + bottom,
-    // top' = top + eta_s bottom'.
-    float top0[D], top1[D];
+    // H_s Pi: bottom' = Gram top + bottom, top' = top + eta_s bottom'. Gram top (32 x 64) on the tensor cores
+    // in 3xTF32 (fp32 accuracy, as the chunk products), 2 x 8 tiles of 16 x 8 per warp, all of them read
+    // before any entry of Pi is written.
+    const int g4 = lane >> 2, t4 = lane & 3;
+    float c[2][8][4];
 #pragma unroll
-    for (int i = 0; i < D; ++i) {
-      top0[i] = s.pi[i][lane];
-      top1[i] = s.pi[i][lane + D];
-    }
+    for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-    for (int i = 0; i < D; ++i) {
-      float dot0, dot1;
-      dot_row2(top0, top1, s.gram[i], dot0, dot1);
-      const float bottom0 = s.pi[D + i][lane] + dot0, bottom1 = s.pi[D + i][lane + D] + dot1;
-      s.pi[D + i][lane] = bottom0;
-      s.pi[D + i][lane + D] = bottom1;
-      s.pi[i][lane] = fmaf(eta, bottom0, top0[i]);
-      s.pi[i][lane + D] = fmaf(eta, bottom1, top1[i]);
+      for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) c[mi][ni][r] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < D / 8; ++ks) {
+      const int k0 = 8 * ks + t4;
+      Tf32 af[2][4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) {
+        const int m0 = 16 * mi + g4;
+        af[mi][0] = tf32_split(s.gram[m0][k0]);
+        af[mi][1] = tf32_split(s.gram[m0 + 8][k0]);
+        af[mi][2] = tf32_split(s.gram[m0][k0 + 4]);
+        af[mi][3] = tf32_split(s.gram[m0 + 8][k0 + 4]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni) {
+        const Tf32 bf[2] = {tf32_split(s.pi[k0][8 * ni + g4]), tf32_split(s.pi[k0 + 4][8 * ni + g4])};
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) mma_3xtf32(c[mi][ni], af[mi], bf);
+      }
     }
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // rows 16 mi + g4 (+ 8), columns 8 ni + 2 t4 and the next
+          const int i = 16 * mi + g4 + 8 * h, n = 8 * ni + 2 * t4;
+          float2 bottom = *reinterpret_cast<float2*>(&s.pi[D + i][n]);
+          float2 top = *reinterpret_cast<float2*>(&s.pi[i][n]);
+          bottom.x += c[mi][ni][2 * h];
+          bottom.y += c[mi][ni][2 * h + 1];
+          top.x = fmaf(eta, bottom.x, top.x);
+          top.y = fmaf(eta, bottom.y, top.y);
+          *reinterpret_cast<float2*>(&s.pi[D + i][n]) = bottom;
+          *reinterpret_cast<float2*>(&s.pi[i][n]) = top;
+        }
     __syncwarp();
   }
   float* out = pl.pi + pl.slot(seq, g) * (4 * D * D);
