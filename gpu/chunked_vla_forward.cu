@@ -57,26 +57,6 @@ __device__ __forceinline__ void row_fence() { asm volatile("" ::: "memory"); }
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
-// x . row and y . row over the 32 coordinates in one pass over `row` (a 16-byte aligned shared row, broadcast
-// reads; each float4 read serves both sums).
-__device__ __forceinline__ void dot_row2(const float (&x)[D], const float (&y)[D], const float* __restrict__ row, float& dx, float& dy) {
-  float ax = 0.f, ay = 0.f;
-#pragma unroll
-  for (int k = 0; k < D; k += 4) {
-    const float4 r = ld4(row + k);
-    ax = fmaf(x[k], r.x, ax);
-    ay = fmaf(y[k], r.x, ay);
-    ax = fmaf(x[k + 1], r.y, ax);
-    ay = fmaf(y[k + 1], r.y, ay);
-    ax = fmaf(x[k + 2], r.z, ax);
-    ay = fmaf(y[k + 2], r.z, ay);
-    ax = fmaf(x[k + 3], r.w, ax);
-    ay = fmaf(y[k + 3], r.w, ay);
-  }
-  dx = ax;
-  dy = ay;
-}
-
 // a . b of two shared rows on the calling lane (with a = b, ||a||^2: one lane per row gives every row's norm
 // at once, instead of a warp-wide butterfly per row).
 __device__ __forceinline__ float dot_row_shared(const float* a, const float* b) {
@@ -301,7 +281,7 @@ __device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
 
 constexpr int LP = 2 * D + 8;  // Pi's row stride: = 8 mod 32, so that a B fragment's (row t, column g) hit 32 banks
 struct alignas(16) MapSmem {
-  float pi[2 * D][LP];         // Pi, lane j owns columns j and j + D (but in H_s Pi's tensor-core tiles)
+  float pi[2 * D][LP];         // Pi (lane j sets and writes out columns j and j + D; H_s Pi updates it by tiles)
   float gram[D][LD];           // the segment's Gram, rows broadcast
   float u[kBatch][LD];         // a batch of u_t rows
   float inv[kBatch];           // their 1 / ||u_t||
