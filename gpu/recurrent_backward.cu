@@ -26,10 +26,10 @@
 // and thread j never reads another thread's column of A: A needs no sharing at all. That is what makes
 // d = 128 fit: S, dS, dA padded are 3 x 128 x 129 floats = 198 KB of the H100's 227 KB per block, and
 // a fourth (A) does not fit (264 KB in all); so at d = 128 thread j holds its column of A in 128
-// registers (AColumn<.., kRegs>), at d <= 64 in shared memory (registers there are taken by
-// the slot prefetch below). Splitting rows across warps or CTAs was the alternative: it would change
-// every mat-vec and reduction of the kernel and add cross-CTA synchronisation per step, for a layout
-// that the symmetry of A makes unnecessary.
+// registers (AColumn<.., kRegs>), and in the sequence walk at d = 32 in 32 (a_in_registers); otherwise
+// in shared memory (registers there are taken by the slot prefetch below). Splitting rows across warps
+// or CTAs was the alternative: it would change every mat-vec and reduction of the kernel and add
+// cross-CTA synchronisation per step, for a layout that the symmetry of A makes unnecessary.
 // Every scalar a step needs (norms, dot products) is a block sum that leaves bitwise the same value in
 // all threads (BlockSum: warp shuffles, then one barrier). Otherwise this is the simple, race-free form,
 // not tuned further (docs/gpu.md gives its measured cost against the forward).
@@ -132,8 +132,8 @@ template <int D> struct BlockSum {
   }
 };
 
-// Column j of the symmetric A (file comment): where it lives is the only difference between d <= 64
-// and d = 128. Both forms compute the same numbers in the same order.
+// Column j of the symmetric A (file comment): shared memory or registers (a_in_registers says which).
+// Both forms compute the same numbers in the same order.
 enum class AHome { None, Shared, Regs };
 template <int D, AHome W> struct AColumn {  // None: the rule has no A (linear attention, DeltaNet)
   static constexpr int kUnroll = 4;
@@ -199,8 +199,8 @@ template <int D> struct AColumn<D, AHome::Regs> {
 // reverse pass issues step t-1's loads at the top of step t and they land while step t computes (one
 // L2 round trip per step, overlapped, instead of 2d dependent ones). Where they do not fit (VLA at
 // d = 128: 257 registers, and A already takes 128), `commit` loads the slot itself.
-template <int D, bool WITH_A> struct State {
-  static constexpr AHome kA = !WITH_A ? AHome::None : D > 64 ? AHome::Regs : AHome::Shared;
+template <int D, bool WITH_A, bool A_REGS = false> struct State {
+  static constexpr AHome kA = !WITH_A ? AHome::None : A_REGS ? AHome::Regs : AHome::Shared;
   static constexpr int kSlotFloats = WITH_A ? 2 * D + 1 : D + 1;  // per thread
   static constexpr bool kPrefetch = kSlotFloats <= 2 * 64 + 1;
   using AType = AColumn<D, kA>;
@@ -406,12 +406,19 @@ struct StepVals { float kf, nk, kh, nu, uu, z, delta, dc, eta, ah, na, e; };
 enum class Walk { Sequence, Fill, B1, B2, B3 };
 __host__ __device__ constexpr bool writes_grads(Walk w) { return w == Walk::Sequence || w == Walk::B3; }
 __host__ __device__ constexpr bool has_product(Walk w) { return w == Walk::B1 || w == Walk::B2; }
+// Where column j of A lives (AColumn). Registers at d = 128, where shared memory cannot hold it, and in the
+// sequence walk at d = 32, where they are to spare: 165 registers with the slot prefetch, the same numbers in
+// the same order, 4-7% faster than from shared memory at every measured shape, from 32 sequences of 4096
+// tokens to 4096 of 25 (gpu/dev/fused_backward_bench.cu, docs/gpu.md). At d = 16 registers were faster only
+// with the device full and slower for few sequences; at d = 64 they would not fit beside the prefetch. The
+// group walks keep their product matrix (R_g, Phi_g) in shared memory beside A.
+__host__ __device__ constexpr bool a_in_registers(int d, Walk w) { return d > 64 || (d == 32 && w == Walk::Sequence); }
 
-// Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, d <= 64 only), R_g or Phi_g
+// Shared-memory plan of the VLA kernel: dS, dA, S (padded), A (padded, where not in registers), R_g or Phi_g
 // (padded; B1 and B2 only), 10 vectors (11 with a product), the sums' partials: 199 KiB at d = 128
 // (opt-in above 48 KB; the H100 allows 227 KiB).
-template <int D, bool kProduct = false> struct VlaSmem {
-  static constexpr bool kAShared = State<D, true>::kA == AHome::Shared;
+template <int D, Walk W> struct VlaSmem {
+  static constexpr bool kProduct = has_product(W), kAShared = !a_in_registers(D, W);
   static constexpr int MATS = (kAShared ? 4 : 3) + kProduct, VECS = 10 + kProduct;
   static constexpr int FLOATS = MATS * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
 };
@@ -464,8 +471,9 @@ template <int D, Walk W>
 __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors x, const RecurrentGrads g,
                                                          const RecurrentParams prm, float* workspace, const GroupArgs ga) {
   constexpr bool kProduct = has_product(W), kWrite = writes_grads(W);
-  static_assert(W == Walk::Sequence || VlaSmem<D>::kAShared, "the group walks keep R_g / Phi_g beside A: d <= 64");
-  using L = VlaSmem<D, kProduct>;
+  constexpr bool kARegs = a_in_registers(D, W);
+  static_assert(W == Walk::Sequence || !kARegs, "the group walks keep R_g / Phi_g beside A: d <= 64");
+  using L = VlaSmem<D, W>;
   constexpr int LD = Smem<D>::LD, MAT = Smem<D>::MAT;
   extern __shared__ __align__(16) float sm[];
   float* dS = sm;
@@ -482,9 +490,9 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   const int grp = W == Walk::Sequence ? 0 : int(blockIdx.x % ga.groups);
   const long long slot = seq * ga.groups + grp;  // the group's buffers (GroupArgs)
   constexpr long long kCarry = 2LL * D * D + D;
-  State<D, true> st;
-  constexpr int AU = State<D, true>::AType::kUnroll;
-  constexpr bool kFuseA = State<D, true>::kFuseA;
+  State<D, true, kARegs> st;
+  constexpr int AU = decltype(st)::AType::kUnroll;
+  constexpr bool kFuseA = decltype(st)::kFuseA;
   st.S = dA + MAT;
   if constexpr (L::kAShared) st.A.M = st.S + MAT;
   st.init(1.f / prm.lambda0);  // S_0 = 0, A_0 = I / lambda0 (line 4)
@@ -713,7 +721,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
 
 template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, const RecurrentGrads& g,
                                                     const RecurrentParams& p, float* ws, cudaStream_t s) {
-  const std::size_t bytes = sizeof(float) * (K == RecurrentKind::Vla ? VlaSmem<D>::FLOATS : DeltaSmem<D>::FLOATS);
+  const std::size_t bytes = sizeof(float) * (K == RecurrentKind::Vla ? VlaSmem<D, Walk::Sequence>::FLOATS : DeltaSmem<D>::FLOATS);
   auto kernel = [] {
     if constexpr (K == RecurrentKind::Vla) return vla_backward_kernel<D, Walk::Sequence>;
     else return delta_backward_kernel<K, D>;
@@ -732,7 +740,7 @@ template <RecurrentKind K, int D> cudaError_t launch(const RecurrentTensors& x, 
 // One group walk (Fill, B1, B2, B3) over every (sequence, group) at once.
 template <int D, Walk W> cudaError_t launch_walk(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p,
                                                  float* ws, const GroupArgs& ga, cudaStream_t s) {
-  constexpr std::size_t bytes = sizeof(float) * VlaSmem<D, has_product(W)>::FLOATS;
+  constexpr std::size_t bytes = sizeof(float) * VlaSmem<D, W>::FLOATS;
   if (bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(vla_backward_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
     if (e != cudaSuccess) return e;
@@ -794,9 +802,9 @@ int vla_group_backward_tokens(int B, int H, int T, int d) {
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, d, bytes);
   };
   switch (d) {
-    case 16: occupancy(vla_backward_kernel<16, Walk::B1>, sizeof(float) * VlaSmem<16, true>::FLOATS); break;
-    case 32: occupancy(vla_backward_kernel<32, Walk::B1>, sizeof(float) * VlaSmem<32, true>::FLOATS); break;
-    case 64: occupancy(vla_backward_kernel<64, Walk::B1>, sizeof(float) * VlaSmem<64, true>::FLOATS); break;
+    case 16: occupancy(vla_backward_kernel<16, Walk::B1>, sizeof(float) * VlaSmem<16, Walk::B1>::FLOATS); break;
+    case 32: occupancy(vla_backward_kernel<32, Walk::B1>, sizeof(float) * VlaSmem<32, Walk::B1>::FLOATS); break;
+    case 64: occupancy(vla_backward_kernel<64, Walk::B1>, sizeof(float) * VlaSmem<64, Walk::B1>::FLOATS); break;
     default: break;
   }
   cudaGetLastError();  // a failed query leaves per_sm = 1: a valid, if long, group
