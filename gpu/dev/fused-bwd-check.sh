@@ -2,7 +2,7 @@
 # The fused sequential backward (gpu/recurrent_backward.cu) on a CUDA machine, in one command:
 #   build -> the [bwd] GPU tests but the chunk form's (the fused token walk against the double reference,
 #   launch shapes, refusals; the group walks) and the training gradient tests -> compute-sanitizer memcheck
-#   and racecheck over the fused kernel's small-shape cases -> where .device-carry/fbb/fbb_*.xz are carried
+#   and racecheck over the fused kernels' small-shape cases, memcheck over the training gradient -> where .device-carry/fbb/fbb_*.xz are carried
 #   (gpu/dev/fused_backward_bench.cu built here with nvcc, e.g. a baseline and a variant), each one's
 #   `shapes` (times and the gradients' digest: builds that should compute the same numbers must print the
 #   same digests), alternated in FBB_ROUNDS rounds (default 2).
@@ -21,9 +21,11 @@ tail -1 "$OUT/bwd-tests.log"
 tail -1 "$OUT/train-grad-tests.log"
 
 step "sanitizers"
-sanitize memcheck "fused VLA backward, small shapes*" "$OUT/memcheck.log"
-sanitize memcheck "fused backward is the same function*" "$OUT/memcheck.log"
-sanitize racecheck "fused VLA backward, small shapes*" "$OUT/racecheck.log"
+# By tag: Catch2 splits a name filter at its commas. The fused kernels' small-shape, launch-shape and refusal
+# cases, and the training gradient through them.
+sanitize memcheck "[bwd]~[bwd-full]~[chunk-bwd]~[group-bwd]" "$OUT/memcheck.log"
+sanitize memcheck "GPU batch gradient equals*" "$OUT/memcheck.log"
+sanitize racecheck "[bwd]~[bwd-full]~[chunk-bwd]~[group-bwd]" "$OUT/racecheck.log"
 
 if compgen -G "$REPO/.device-carry/fbb/fbb_*.xz" > /dev/null; then
   step "development driver"
