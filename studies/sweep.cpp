@@ -1,6 +1,7 @@
 #include "studies/sweep.hpp"
 
 #include "core/io/atomic_file.hpp"
+#include "core/model/params.hpp"
 #include "core/train/tasks.hpp"
 #include "studies/outputs.hpp"
 #include "studies/sweep_ranks.hpp"
@@ -62,6 +63,10 @@ double estimated_seconds(const train::TrainConfig& c, const std::string& device,
   const double step_ms = device == "cuda" ? (0.23 + 0.0081 * T) * batch * gpu_width
                                           : 73e-3 * T * c.batch * cpu_width * 2.0 / std::max(1, cpu_threads);
   return 1.05 * c.steps * step_ms / 1e3;
+}
+
+double dense_flops(const train::TrainConfig& c) {
+  return 6.0 * double(model::dense_macs_per_token(c.model)) * double(c.steps) * c.batch * c.task.length();
 }
 
 RunOutcome skipped_outcome(const train::TrainConfig& c, const SweepOptions& o) {

@@ -108,7 +108,7 @@ void plan(const Args& a) {
 #endif
   const int cpu_threads = a.opt.device == "cpu" ? (a.threads ? a.threads : int(std::thread::hardware_concurrency()))
                                                 : (a.cpu_threads ? a.cpu_threads : 8);
-  double gpu_s = 0, cpu_s = 0, steps = 0;
+  double gpu_s = 0, cpu_s = 0, steps = 0, flops = 0;
   int gpu_runs = 0, cpu_runs = 0, done = 0;
   for (const auto& [key, c] : distinct) {
     const bool gpu = a.opt.device == "cuda" && on_gpu(c);
@@ -117,6 +117,7 @@ void plan(const Args& a) {
                           vla::studies::RunOutcome::Status::Interrupted;
     if (finished) { ++done; continue; }
     steps += c.steps;
+    flops += vla::studies::dense_flops(c);
     if (gpu) { ++gpu_runs; gpu_s += vla::studies::estimated_seconds(c, "cuda"); }
     else { ++cpu_runs; cpu_s += vla::studies::estimated_seconds(c, "cpu", cpu_threads); }
   }
@@ -124,6 +125,11 @@ void plan(const Args& a) {
              o.store_root().string());
   fmt::print("to train: {} runs, {:.3g} run-steps\n", gpu_runs + cpu_runs, steps);
   if (a.opt.device == "cuda") {
+    // A floor while the GEMMs stay fp32 (the paper trains in float32): their flops at two H100 rates.
+    fmt::print("  dense projections: {:.3g} PFLOP forward and backward: ~{:.0f} s at cuBLAS SGEMM's best rate at these shapes "
+               "on an H100 ({:.0f} TFLOPS), ~{:.0f} s at its fp32 peak ({:.0f})\n",
+               flops / 1e15, flops / (vla::studies::kH100SgemmTflops * 1e12), vla::studies::kH100SgemmTflops,
+               flops / (vla::studies::kH100Fp32PeakTflops * 1e12), vla::studies::kH100Fp32PeakTflops);
     fmt::print("  cuda: {} runs, ~{:.0f} s at the rate measured with 16 runs at once on one H200 (more runs at once did not raise it)", gpu_runs,
                gpu_s);
     // Concurrent runs spread over every visible GPU (gpu/train/trainer.hpp): two H100s took 600 s for

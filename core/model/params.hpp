@@ -85,6 +85,19 @@ template <class T> Params<T> init_params(const ModelConfig& c, std::uint64_t see
   return p;
 }
 
+// Multiply-adds per token of the model's dense projections in one forward pass: each weight entry of
+// init_params's matrices multiplies once per token (Wq, Wk, Wv, Wo, W_u's per-head blocks, the gate, W1,
+// W2; the token embedding once, as the tied output head; the positional embedding is a lookup). The
+// backward does twice as many (dX and dW). What a floor on the training step's GEMM time is counted from.
+inline long long dense_macs_per_token(const ModelConfig& c) {
+  const long long d = c.d_model, hd = static_cast<long long>(c.heads) * c.d_head, dh = c.d_head;
+  const Needs needs = rule_needs(c.mixer);
+  long long block = 4 * hd * d + 2LL * c.ffn * d;  // Wq, Wk, Wv (hd, d), Wo (d, hd), W1 (F, d), W2 (d, F)
+  if (needs.penalty) block += hd * dh;                                      // Wu (H dh, dh), rank 1
+  if (needs.gate) block += static_cast<long long>(c.heads) * needs.gate_rows(c.d_head) * d;  // Wg (H g, d)
+  return c.layers * block + static_cast<long long>(c.vocab) * d;
+}
+
 // Block l's mixer weights as the layer's container (core/layers/mixer_weights.hpp), copied out of
 // the flat list: the same tensors MixerLayer runs on.
 template <class T> MixerWeights<T> block_mixer_weights(const Params<T>& p, int l) {

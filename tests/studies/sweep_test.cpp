@@ -3,10 +3,13 @@
 // sweep makes (bit for bit), and a diverged run is recorded once, not retrained. Tiny models (d = 8),
 // about a second in all on 2 cores.
 #include "studies/sweep.hpp"
+#include "core/model/params.hpp"
+#include "core/rules/registry.hpp"
 #include "tests/studies/sweep_helpers.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -148,4 +151,27 @@ TEST_CASE("sweep: runs the device refuses train on the CPU beside it, several at
     REQUIRE(fs::exists(s3.dir(c, where) / "summary.json"));
     CHECK(bytes(s3.dir(c, where) / "log.csv") == bytes(s1.dir(c, where) / "log.csv"));
   }
+}
+
+// The plan's GEMM floor counts each weight entry once per token: if dense_macs_per_token missed a projection
+// a mixer has (a gate, W_u) or counted one it lacks, the floor `vla study plan` prints would be wrong.
+TEST_CASE("dense_macs_per_token: every weight matrix of init_params once, the embedding as the head", "[studies]") {
+  std::vector<std::string> names;
+  for (std::string_view rest = kMixerNames; !rest.empty();) {
+    const auto comma = rest.find(", ");
+    names.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+  }
+  REQUIRE(names.size() > 10);
+  for (const auto& name : names)
+    for (const auto& [d, heads, dh, ffn] : {std::array{8, 2, 4, 16}, std::array{12, 3, 6, 20}}) {
+      auto c = tiny(name, 1).model;
+      c.d_model = d; c.heads = heads; c.d_head = dh; c.ffn = ffn;
+      const auto p = model::init_params<double>(c, 3);
+      long long entries = 0;
+      for (std::size_t i = 0; i < p.t.size(); ++i)
+        if (p.t[i].cols() > 1 && p.names[i] != "pos_emb") entries += p.t[i].size();
+      INFO(name << " d=" << d << " H=" << heads << " dh=" << dh);
+      CHECK(model::dense_macs_per_token(c) == entries);
+    }
 }
