@@ -67,8 +67,9 @@ double estimated_seconds(const train::TrainConfig& c, const std::string& device,
 // Floating-point operations of a run's dense projections, forward and backward: 6 per multiply-add of
 // core/model/params.hpp's dense_macs_per_token, per token of every step's batch. `vla study plan` divides them
 // by two fp32 GEMM rates of one H100 80GB HBM3, in TFLOPS: cuBLAS SGEMM's best at the training step's shapes
-// (gpu/dev/gemm_probe.py, 2026-11-27: 35-45 at 99328 rows, 23-36 at 25600, 3.3-8.2 at one run's 1600 rows) and the card's
-// fp32 peak (132 SMs x 128 lanes x 2 flops x 1.98 GHz): a floor on a sweep's time while the GEMMs stay fp32.
+// (gpu/dev/gemm_probe.py, 2026-11-27: 35-45 at 99328 rows, 23-36 at 25600, 3.3-8.2 at one run's 1600 rows)
+// and the card's fp32 peak (132 SMs x 128 lanes x 2 flops x 1.98 GHz): a floor on a sweep's time while the
+// GEMMs stay fp32.
 double dense_flops(const train::TrainConfig& c);
 inline constexpr double kH100SgemmTflops = 45, kH100Fp32PeakTflops = 67;
 

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,10 +100,10 @@ int shapes(int reps) {
 
 // R problems of 256 sequences on R streams: the backward of each launched on its own stream, all at once.
 int streams(int R, int T, int reps) {
-  std::vector<Problem*> prs;
+  std::vector<std::unique_ptr<Problem>> prs;
   std::vector<cudaStream_t> st(R);
   for (int r = 0; r < R; ++r) {
-    prs.push_back(new Problem(256, T, 100u + unsigned(r)));
+    prs.push_back(std::make_unique<Problem>(256, T, 100u + unsigned(r)));
     CUDA_OK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
     CUDA_OK(prs.back()->forward(st[r]));
   }
@@ -124,10 +125,9 @@ int streams(int R, int T, int reps) {
     return e;
   });
   int bad = 0;
-  for (auto* pr : prs) {
+  for (const auto& pr : prs) {
     std::uint64_t h;
     bad += !pr->digest(h);
-    delete pr;
   }
   std::printf("streams R=%-3d T=%-4d B H=256 each: %.4f ms for all, %.4f ms per launch%s\n", R, T, ms, ms / R, bad ? "  NOT FINITE" : "");
   for (auto& s : st) CUDA_OK(cudaStreamDestroy(s));

@@ -156,16 +156,9 @@ TEST_CASE("sweep: runs the device refuses train on the CPU beside it, several at
 // The plan's GEMM floor counts each weight entry once per token: if dense_macs_per_token missed a projection
 // a mixer has (a gate, W_u) or counted one it lacks, the floor `vla study plan` prints would be wrong.
 TEST_CASE("dense_macs_per_token: every weight matrix of init_params once, the embedding as the head", "[studies]") {
-  std::vector<std::string> names;
-  for (std::string_view rest = kMixerNames; !rest.empty();) {
-    const auto comma = rest.find(", ");
-    names.emplace_back(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
-  }
-  REQUIRE(names.size() > 10);
-  for (const auto& name : names)
+  for (const std::string_view name : Rules::kNames)
     for (const auto& [d, heads, dh, ffn] : {std::array{8, 2, 4, 16}, std::array{12, 3, 6, 20}}) {
-      auto c = tiny(name, 1).model;
+      auto c = tiny(std::string(name), 1).model;
       c.d_model = d; c.heads = heads; c.d_head = dh; c.ffn = ffn;
       const auto p = model::init_params<double>(c, 3);
       long long entries = 0;
