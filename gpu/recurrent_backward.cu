@@ -92,6 +92,13 @@ template <int D, int U, class Body> __device__ __forceinline__ void walk(Body&& 
   }
 }
 
+// The block's barrier. At d <= 32 a block is one warp, and the warp's own barrier orders its shared-memory
+// accesses (__syncwarp's memory ordering among the lanes it names) at less cost than the block's.
+template <int D> __device__ __forceinline__ void block_sync() {
+  if constexpr (D <= 32) __syncwarp(D >= 32 ? 0xffffffffu : (1u << D) - 1u);
+  else __syncthreads();
+}
+
 // Block-wide sums of N <= NRED values. Within a warp a xor butterfly of shuffles (every lane ends with
 // bitwise the same sum: each level adds the same two numbers, in either order); across the NW warps one
 // partial per warp through shared memory and ONE barrier, read back by every thread in the same order.
@@ -118,7 +125,7 @@ template <int D> struct BlockSum {
 #pragma unroll
         for (int n = 0; n < N; ++n) b[n * NW + (threadIdx.x >> 5)] = x[n];
     }
-    __syncthreads();
+    block_sync<D>();
     if constexpr (NW > 1) {
 #pragma unroll
       for (int n = 0; n < N; ++n) {
@@ -326,10 +333,10 @@ __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bo
   };
   auto load = [&](int c) {  // the state before chunk c's first step, A symmetrised (see above)
     st.fetch(ws.checkpoint(c));
-    __syncthreads();  // every reader of S from the previous chunk's reverse steps is done
+    block_sync<D>();  // every reader of S from the previous chunk's reverse steps is done
     st.commit();
     if (given || from_start) st.A.symmetrise(ws.checkpoint(c) + D * D);  // this thread's column only: no barrier
-    __syncthreads();
+    block_sync<D>();
   };
   if (!given) {
     if (from_start) load(c0);
@@ -344,7 +351,7 @@ __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bo
     Tok nx = read(t1 - 1, true);
     for (int t = t1 - 1; t >= t0; --t) {
       const Tok cur = nx;
-      __syncthreads();  // the previous reverse step's readers of S are done
+      block_sync<D>();  // the previous reverse step's readers of S are done
       st.commit();      // the state before step t
       if (t > t0) {     // step t-1's, in flight during step t
         st.fetch(ws.step(t - 1 - t0));
@@ -366,7 +373,7 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
   const int j = threadIdx.x;
   const float qf = elu_plus_one(qr);  // phi, line 24
   sh_qf[j] = qf;
-  __syncthreads();
+  block_sync<D>();
   const float Sq = row_dot<D>(S, j, sh_qf);
   float r4[2] = {zst * qf, w * qf};
   sums(r4);
@@ -386,7 +393,7 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
     dqf -= r5[0] * zst;
     dzs -= r5[0] * qf;
   }
-  __syncthreads();
+  block_sync<D>();
   return dqf * elu_plus_one_grad(qr);
 }
 
@@ -438,7 +445,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   s.uu = s.nu == 0.f ? 0.f : in.u * (rsqrtf(float(D)) / s.nu);         // line 10
   sh_kh[j] = s.kh;
   sh_uu[j] = s.uu;
-  __syncthreads();
+  block_sync<D>();
   Acc4 az, ak, sk;  // A_{t-1} u, A_{t-1} k_hat (columns: A is symmetric), S_{t-1} k_hat (rows)
   walk<D, St::AType::kUnroll>([&](int c, int r) {
     const float a = st.A.get(c);
@@ -463,7 +470,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   s.ah = s.na == 0.f ? 0.f : al / s.na;                                // line 20
   sh_ah[j] = s.ah;
   sh_e[j] = s.e;
-  __syncthreads();
+  block_sync<D>();
   return s;
 }
 
@@ -505,7 +512,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     if constexpr (kProduct) P[c * LD + j] = c == j ? 1.f : 0.f;
   }
   float dzs = W == Walk::B2 || W == Walk::B3 ? cin[2 * D * D + j] : 0.f;
-  __syncthreads();
+  block_sync<D>();
 
   auto fwd = [&](int t, const Tok& in) {  // lines 8-22, 25
     const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
@@ -524,7 +531,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   // x_j to the block; w_j is this thread's element.
   auto rank1_and_At_x = [&](float* sh_x, float xj, float wj) {
     sh_x[j] = xj;
-    __syncthreads();
+    block_sync<D>();
     Acc4 acc;
     walk<D, AU>([&](int c, int r) {
       if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_x[c], wj, dA[c * LD + j]);
@@ -609,7 +616,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
                   Slots<D>(workspace, seq, x.T, ga.scratch + slot * kBackwardChunk * backward_slot_floats(D)), st, read, fwd, rev,
                   W == Walk::Fill);
     if constexpr (W == Walk::Fill) return;
-    __syncthreads();  // the last step's shared writes (dS, dA, P) are done
+    block_sync<D>();  // the last step's shared writes (dS, dA, P) are done
     float* loc = ga.local + slot * kCarry;
     float* prod = ga.product + slot * D * D;
     for (int c = 0; c < D; ++c) {
@@ -648,7 +655,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
   st.init(0.f);
   for (int c = 0; c < D; ++c) dS[c * LD + j] = 0.f;
   float dzs = 0.f;
-  __syncthreads();
+  block_sync<D>();
 
   struct Vals { float kf, nk, kh, beta, e; };
   // Step t's kf, k_hat, beta, e from S = S_{t-1}; publishes sh_kh (the write key) and sh_e.
@@ -662,7 +669,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
     if constexpr (DELTA) {
       s.kh = s.nk == 0.f ? s.kf : s.kf / s.nk;
       sh_kh[j] = s.kh;
-      __syncthreads();
+      block_sync<D>();
       s.e = in.v - row_dot<D>(st.S, j, sh_kh);  // e = v - S_{t-1} k_hat
     } else {
       s.kh = s.kf;  // linear attention writes v phi(k)^T (eq. 3)
@@ -670,7 +677,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       sh_kh[j] = s.kh;
     }
     sh_e[j] = s.e;
-    __syncthreads();
+    block_sync<D>();
     return s;
   };
   auto fwd = [&](int, const Tok& in) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf

@@ -8,13 +8,14 @@
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/fused_backward_bench.cu gpu/recurrent_forward.cu \
 //        gpu/recurrent_backward.cu -o fused_bwd_bench
-//   ./fused_bwd_bench [shapes [reps [d]]|streams R T [reps]]
+//   ./fused_bwd_bench [shapes [reps [d [BH T]]]|streams R T [reps]]
 //
 // Exit status 1 when a gradient is not finite.
 #include "gpu/dev/driver_support.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -79,11 +80,10 @@ struct Problem {
   }
 };
 
-int shapes(int reps) {
+int shapes(int reps, std::vector<std::array<int, 2>> shape) {
   int bad = 0;
   std::printf("fused VLA backward, d = %d, refresh 20 (ms, median of %d)\n", d, reps);
   std::printf("%6s %5s | %8s %8s | %s\n", "B H", "T", "forward", "backward", "digest (dq dk dv du bits)");
-  const int shape[][2] = {{256, 25}, {256, 97}, {4096, 25}, {4096, 97}, {1024, 190}, {32, 4096}};
   for (const auto& sh : shape) {
     Problem pr(sh[0], sh[1], 7u + unsigned(sh[0]) * 31u + unsigned(sh[1]));
     const double f = vla::gpu::dev::median_ms(reps, [&] { return pr.forward(); });
@@ -144,9 +144,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "d: 16, 32 or 64, got %d\n", d);
       return 2;
     }
-    return shapes(argc > 2 ? std::atoi(argv[2]) : 20);
+    std::vector<std::array<int, 2>> shape = {{256, 25}, {256, 97}, {4096, 25}, {4096, 97}, {1024, 190}, {32, 4096}};
+    if (argc > 5) shape = {{std::atoi(argv[4]), std::atoi(argv[5])}};  // one shape, e.g. small for the sanitizers
+    if (shape[0][0] < 1 || shape[0][1] < 1) {
+      std::fprintf(stderr, "B H and T: at least 1\n");
+      return 2;
+    }
+    return shapes(argc > 2 ? std::atoi(argv[2]) : 20, shape);
   }
   if (mode == "streams" && argc > 3) return streams(std::atoi(argv[2]), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 20);
-  std::fprintf(stderr, "usage: %s [shapes [reps [d]]|streams R T [reps]]\n", argv[0]);
+  std::fprintf(stderr, "usage: %s [shapes [reps [d [BH T]]]|streams R T [reps]]\n", argv[0]);
   return 2;
 }
