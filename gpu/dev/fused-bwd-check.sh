@@ -17,17 +17,17 @@ TG="$BUILD/bin/test_gpu"
 
 step "backward and training tests"
 "$TG" "[bwd]~[chunk-bwd]" -r compact > "$OUT/bwd-tests.log" 2>&1 || { status=1; echo "bwd tests FAILED"; grep -B3 -A14 FAILED "$OUT/bwd-tests.log" | head -60; }
-grep -E "passed|failed" "$OUT/bwd-tests.log" | tail -1
+grep -iE "passed|failed" "$OUT/bwd-tests.log" | tail -1
 "$TG" "GPU batch gradient*" -r compact > "$OUT/train-grad-tests.log" 2>&1 || { status=1; echo "training gradient tests FAILED"; grep -B3 -A14 FAILED "$OUT/train-grad-tests.log" | head -60; }
-grep -E "passed|failed" "$OUT/train-grad-tests.log" | tail -1
+grep -iE "passed|failed" "$OUT/train-grad-tests.log" | tail -1
 
 step "sanitizers"
 # By tag: Catch2 splits a name filter at its commas. The fused kernels' small-shape, launch-shape and refusal
 # cases, and the training gradient through them.
 sanitize memcheck "[bwd]~[bwd-full]~[chunk-bwd]~[group-bwd]" "$OUT/memcheck.log"
 sanitize memcheck "GPU batch gradient equals*" "$OUT/memcheck.log"
-# racecheck over those six cases takes ~6.5 minutes on an H100: RACECHECK="a narrower test spec" for a call
-# that must leave time for more.
+# racecheck over those six cases takes ~7 minutes on an H100: RACECHECK="a narrower test spec" for a call
+# that must leave time for more (a name's comma escaped as \, ; a space does not separate terms in a name).
 sanitize racecheck "${RACECHECK:-[bwd]~[bwd-full]~[chunk-bwd]~[group-bwd]}" "$OUT/racecheck.log"
 
 if compgen -G "$REPO/.device-carry/fbb/fbb_*.xz" > /dev/null; then
