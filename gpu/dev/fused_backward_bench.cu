@@ -152,7 +152,14 @@ int main(int argc, char** argv) {
     }
     return shapes(argc > 2 ? std::atoi(argv[2]) : 20, shape);
   }
-  if (mode == "streams" && argc > 3) return streams(std::atoi(argv[2]), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 20);
+  if (mode == "streams" && argc > 3) {
+    const int R = std::atoi(argv[2]), T = std::atoi(argv[3]);
+    if (R < 1 || T < 1) {
+      std::fprintf(stderr, "streams: R and T at least 1, got %d and %d\n", R, T);
+      return 2;
+    }
+    return streams(R, T, argc > 4 ? std::atoi(argv[4]) : 20);
+  }
   std::fprintf(stderr, "usage: %s [shapes [reps [d [BH T]]]|streams R T [reps]]\n", argv[0]);
   return 2;
 }
