@@ -28,7 +28,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -237,14 +236,10 @@ int main(int argc, char** argv) {
       CUDA_OK(pr.forward());
       CUDA_OK(pr.backward());
       CUDA_OK(cudaDeviceSynchronize());
-      unsigned long long h = 1469598103934665603ULL;
-      for (const float* gp : {pr.dq.p, pr.dk.p, pr.dv.p, pr.du.p})
-        for (const float v : to_host(gp, pr.N)) {
-          unsigned bits;
-          std::memcpy(&bits, &v, 4);
-          h = (h ^ bits) * 1099511628211ULL;
-        }
-      std::printf("digest C=%-2d refresh=%-2d %016llx\n", chunk, period, h);
+      std::uint64_t h = vla::gpu::dev::kFnvOffset;
+      bool finite = true;
+      for (const float* gp : {pr.dq.p, pr.dk.p, pr.dv.p, pr.du.p}) h = vla::gpu::dev::fnv1a_bits(h, gp, pr.N, finite);
+      std::printf("digest C=%-2d refresh=%-2d %016llx\n", chunk, period, static_cast<unsigned long long>(h));
     }
     return 0;
   }

@@ -16,11 +16,9 @@
 #include "gpu/recurrent_forward.hpp"
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -63,20 +61,12 @@ struct Problem {
   }
   cudaError_t forward(cudaStream_t s = nullptr) const { return vla::gpu::recurrent_forward(RecurrentKind::Vla, x, p, s); }
   cudaError_t backward(cudaStream_t s = nullptr) const { return vla::gpu::recurrent_backward(RecurrentKind::Vla, x, g, p, ws.p, s); }
-  // FNV-1a over the gradients' bits; false when one is not finite.
+  // The four gradients' digest (driver_support.hpp); false when one of them is not finite.
   bool digest(std::uint64_t& h) const {
-    h = 1469598103934665603ull;
-    std::vector<float> b(N);
-    for (const float* src : {dq.p, dk.p, dv.p, du.p}) {
-      CUDA_OK(cudaMemcpy(b.data(), src, N * sizeof(float), cudaMemcpyDeviceToHost));
-      for (float e : b) {
-        if (!std::isfinite(e)) return false;
-        std::uint32_t w;
-        std::memcpy(&w, &e, 4);
-        h = (h ^ w) * 1099511628211ull;
-      }
-    }
-    return true;
+    bool finite = true;
+    h = vla::gpu::dev::kFnvOffset;
+    for (const float* src : {dq.p, dk.p, dv.p, du.p}) h = vla::gpu::dev::fnv1a_bits(h, src, N, finite);
+    return finite;
   }
 };
 
