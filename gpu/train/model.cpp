@@ -6,6 +6,7 @@
 #include "gpu/chunked_vla_backward.hpp"
 #include "gpu/chunked_vla_forward.hpp"
 #include "gpu/cuda_check.hpp"
+#include "gpu/gemm_3xtf32.hpp"
 #include "gpu/recurrent_backward.hpp"
 #include "gpu/recurrent_forward.hpp"
 #include "gpu/softmax_attention.hpp"
@@ -114,6 +115,7 @@ struct GpuModel::Impl {
   MixerGrads dmix;
   DeviceBuffer work, partials;             // softmax attention's score workspace; grad_norm's kSumSqBlocks doubles
   DeviceBuffer colsum;                     // column_sums' per-split sums, sized for the step's largest
+  DeviceBuffer gemm_work;                  // gemm_3xtf32's per-slice partial products, sized for the step's largest
   DeviceBuffer dWu_full;                   // VLA: (hd, hd) dU^T K over all head pairs, its diagonal blocks dW_u
   DeviceBuffer chunk_work;                 // the chunked pair's backward workspace, shared by the layers
 
@@ -127,18 +129,31 @@ struct GpuModel::Impl {
   const int* token_positions() const { return token_ids() + 2 * std::size_t(N); }
   const int* token_starts() const { return token_ids() + 3 * std::size_t(N); }
 
+  // The dense projections' products: the fused 3xTF32 GEMM (gpu/gemm_3xtf32.hpp: fp32 accuracy on the tensor
+  // cores; its speed against SGEMM at the sweep's shapes in docs/gpu.md) where its contract takes the shape,
+  // cuBLAS SGEMM otherwise (dimensions that are not multiples of 4, unaligned tensors).
   // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
     const float one = 1.f;
-    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
+    if (gemm_3xtf32_serves(n, out, in, Xp, W, Y))
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), stream), "gemm forward");
+    else
+      check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
     if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
   }
   // dW += dY^T X, db += column sums of dY, dX = beta dX + dY W (when dXp).
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
-    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
+    if (gemm_3xtf32_serves(out, in, n, dY, Xp, dW))
+      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), stream), "gemm dW");
+    else
+      check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
     if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
-    if (dXp) check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
+    if (!dXp) return;
+    if (gemm_3xtf32_serves(n, in, out, dY, W, dXp))
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), stream), "gemm dX");
+    else
+      check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
   }
 
   void allocate(int b, int t) {
@@ -158,6 +173,11 @@ struct GpuModel::Impl {
     std::size_t scratch = column_sums_scratch_floats(B, T * int(d));  // the positional gradient: (B, T d) column sums
     for (const std::size_t m : {d, hd, F, H}) scratch = std::max(scratch, column_sums_scratch_floats(N, int(m)));
     colsum = DeviceBuffer(scratch);
+    // The GEMMs' split-K workspace, sized for the largest: K = N only in the weight gradients (out, in).
+    std::size_t gemm_scratch = 0;
+    for (const auto& [out, in] : {std::pair{hd, d}, std::pair{d, hd}, std::pair{F, d}, std::pair{d, F}, std::pair{H, d}, std::pair{V_, d}})
+      gemm_scratch = std::max(gemm_scratch, gemm_3xtf32_workspace_floats(int(out), int(in), N));
+    gemm_work = DeviceBuffer(gemm_scratch);
     dWu_full = DeviceBuffer(kind() == RecurrentKind::Vla ? hd * hd : 0);
     chunked = !softmax() && (form == RecurrentForm::Chunked ||
                              (form == RecurrentForm::Auto && chunked_serves(trait, cfg.d_head) && chunked_train_faster(B * cfg.heads, T)));

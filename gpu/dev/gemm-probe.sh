@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One device call for gpu/dev/gemm_3xtf32_probe.cu (built here with nvcc and carried xz'd:
+#   nvcc -std=c++17 -O3 -arch=sm_90 -I. -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc \
+#        gpu/dev/gemm_3xtf32_probe.cu gpu/gemm_3xtf32.cu -lcublas -o gemm_probe && strip gemm_probe
+#   mkdir -p .device-carry/gemm && xz -c gemm_probe > .device-carry/gemm/gemm_probe.xz
+# then carry .device-carry/gemm): memcheck over one run's shapes, the timings and errors at every shape,
+# and R concurrent launches on R streams (STREAMS, default "4 16"). Logs in $OUT (or /tmp/gemm-out).
+set -u
+OUT=${OUT:-/tmp/gemm-out}; mkdir -p "$OUT"
+nvidia-smi -L
+xz -dc .device-carry/gemm/gemm_probe.xz > /tmp/gemm_probe && chmod +x /tmp/gemm_probe
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib; do
+  [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-} && break
+done
+status=0
+compute-sanitizer --tool memcheck --error-exitcode 3 /tmp/gemm_probe shapes 2 1600 > "$OUT/memcheck.log" 2>&1 || status=$?
+tail -3 "$OUT/memcheck.log"
+/tmp/gemm_probe shapes "${REPS:-50}" 2>&1 | tee "$OUT/shapes.log"; s=${PIPESTATUS[0]}; [ "$s" = 0 ] || status=$s
+for r in ${STREAMS:-4 16}; do /tmp/gemm_probe streams "$r" 20 2>&1 | tee "$OUT/streams-$r.log"; done
+echo "status $status"
+exit $status

@@ -1,0 +1,26 @@
+// gpu/gemm_3xtf32.hpp: the contract's checks around the kernels of gpu/gemm_3xtf32.cuh.
+#include "gpu/gemm_3xtf32.cuh"
+
+#include <cstdint>
+
+namespace vla::gpu {
+
+bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C) {
+  const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  return M >= 1 && N >= 1 && K >= 1 && M % 4 == 0 && N % 4 == 0 && K % 4 == 0 && aligned(A) && aligned(B) && aligned(C);
+}
+
+std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K) {
+  const gemm::Plan plan(M, N, K);
+  return plan.splits > 1 ? static_cast<std::size_t>(plan.splits) * M * N : 0;
+}
+
+cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
+                        float* C, float* workspace, cudaStream_t stream) {
+  if (!gemm_3xtf32_serves(M, N, K, A, B, C)) return cudaErrorInvalidValue;
+  if (gemm_3xtf32_workspace_floats(M, N, K) > 0 && (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
+    return cudaErrorInvalidValue;
+  return gemm::launch<gemm::Passes::Split3>(a_layout, b_layout, M, N, K, A, B, beta, C, workspace, stream);
+}
+
+}  // namespace vla::gpu

@@ -1,0 +1,232 @@
+#pragma once
+// The kernels behind gpu/gemm_3xtf32.hpp, templated over the operand layouts and the passes so that the
+// development driver (gpu/dev/gemm_3xtf32_probe.cu) times the same code with one TF32 pass and with the three
+// passes chained along a whole k tile. CUDA source: included by .cu files only.
+//
+// Tiling: a block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 as 2 x 4 mma tiles of 16 x 8
+// (mma.sync m16n8k8, TF32 operands, fp32 accumulation), over k tiles of 32 staged in shared memory; the next
+// tile's global reads are in flight while this one's products run. Fragments (PTX ISA, mma.m16n8k8 .tf32),
+// g = lane / 4, t = lane % 4: A (16 x 8) a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8)
+// b0 (t, g), b1 (t + 4, g); C (16 x 8) c0, c1 (g, 2t + {0, 1}), c2, c3 (g + 8, 2t + {0, 1}).
+#include "gpu/gemm_3xtf32.hpp"
+
+#include <algorithm>
+
+namespace vla::gpu::gemm {
+
+enum class Passes { Split3, Split3Chained, One };
+
+constexpr int BM = 64, BN = 64, BK = 32, kThreads = 128;
+constexpr int PadK = BK + 4, PadMN = BM + 8;  // row strides whose fragment reads hit 32 distinct banks
+constexpr int kTargetBlocks = 4 * 132;        // split-K aims at ~4 blocks per SM of an H100; a constant, not a
+                                              // device query, so that the summation order is the shape's alone
+
+// K is cut into `splits` slices of k_per_split (a multiple of BK, at least 4 k tiles; the last may be
+// shorter, none is empty) until the launch has ~kTargetBlocks blocks.
+struct Plan {
+  int splits = 1, k_per_split = 0;
+  Plan(int M, int N, int K) {
+    const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN), ktiles = (K + BK - 1) / BK;
+    const long long want = (static_cast<long long>(ktiles) * tiles + kTargetBlocks - 1) / kTargetBlocks;
+    const int kt_per = static_cast<int>(std::max<long long>(4, want));
+    splits = (ktiles + kt_per - 1) / kt_per;
+    k_per_split = kt_per * BK;
+  }
+};
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Veltkamp's split with 2^13 + 1: hi = x at 11 significant bits (a TF32 number), lo = x - hi exactly. The _rn
+// intrinsics keep the compiler from contracting the split away.
+__device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
+  const float p = __fmul_rn(x, 8193.f);
+  const float h = __fsub_rn(p, __fsub_rn(p, x));
+  hi = __float_as_uint(h);
+  lo = __float_as_uint(__fsub_rn(x, h));
+}
+
+// Shared tiles: A as [m][k] (row-major) or [k][m] (column-major), B as [k][n] or [n][k], so that every global
+// read is a float4 along the operand's contiguous index.
+template <MatrixLayout L> struct ATile {
+  static constexpr bool kRow = L == MatrixLayout::RowMajor;
+  float v[kRow ? BM : BK][kRow ? PadK : PadMN];
+  __device__ float at(int m, int k) const { return kRow ? v[m][k] : v[k][m]; }
+};
+template <MatrixLayout L> struct BTile {
+  static constexpr bool kRow = L == MatrixLayout::RowMajor;
+  float v[kRow ? BK : BN][kRow ? PadMN : PadK];
+  __device__ float at(int k, int n) const { return kRow ? v[k][n] : v[n][k]; }
+};
+
+// The A (M x K) and B (K x N) tiles at (m0, k0) and (k0, n0): 512 float4 each, 4 per thread; a float4 past
+// the matrix reads as zeros (M, N, K are multiples of 4, so a float4 is wholly in or out).
+template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
+  float4 a[4], b[4];
+  __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0) {
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int idx = threadIdx.x + kThreads * i;
+      if constexpr (LA == MatrixLayout::RowMajor) {
+        const int m = m0 + idx / 8, k = k0 + 4 * (idx % 8);
+        a[i] = m < M && k < K ? *reinterpret_cast<const float4*>(A + static_cast<long long>(m) * K + k) : zero;
+      } else {
+        const int k = k0 + idx / 16, m = m0 + 4 * (idx % 16);
+        a[i] = m < M && k < K ? *reinterpret_cast<const float4*>(A + static_cast<long long>(k) * M + m) : zero;
+      }
+      if constexpr (LB == MatrixLayout::RowMajor) {
+        const int k = k0 + idx / 16, n = n0 + 4 * (idx % 16);
+        b[i] = n < N && k < K ? *reinterpret_cast<const float4*>(B + static_cast<long long>(k) * N + n) : zero;
+      } else {
+        const int n = n0 + idx / 8, k = k0 + 4 * (idx % 8);
+        b[i] = n < N && k < K ? *reinterpret_cast<const float4*>(B + static_cast<long long>(n) * K + k) : zero;
+      }
+    }
+  }
+  __device__ void store(ATile<LA>& as, BTile<LB>& bs) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int idx = threadIdx.x + kThreads * i;
+      if constexpr (LA == MatrixLayout::RowMajor) *reinterpret_cast<float4*>(&as.v[idx / 8][4 * (idx % 8)]) = a[i];
+      else *reinterpret_cast<float4*>(&as.v[idx / 16][4 * (idx % 16)]) = a[i];
+      if constexpr (LB == MatrixLayout::RowMajor) *reinterpret_cast<float4*>(&bs.v[idx / 16][4 * (idx % 16)]) = b[i];
+      else *reinterpret_cast<float4*>(&bs.v[idx / 8][4 * (idx % 8)]) = b[i];
+    }
+  }
+};
+
+// C = A B + beta C over the k range of slice blockIdx.z, or with gridDim.z > 1 that slice's partial product
+// into work[z] (M x N, row-major).
+template <MatrixLayout LA, MatrixLayout LB, Passes P>
+__global__ void __launch_bounds__(kThreads) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
+                                                       int k_per_split, float beta) {
+  __shared__ __align__(16) ATile<LA> as;
+  __shared__ __align__(16) BTile<LB> bs;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, wm = 32 * (warp >> 1), wn = 32 * (warp & 1);
+  const int k_begin = blockIdx.z * k_per_split, k_end = min(K, k_begin + k_per_split);
+  float acc[2][4][4] = {};
+  TileLoads<LA, LB> ld;
+  ld.fetch(A, B, M, N, K, m0, n0, k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+    __syncthreads();  // the last tile's readers are done
+    ld.store(as, bs);
+    __syncthreads();
+    if (k0 + BK < k_end) ld.fetch(A, B, M, N, K, m0, n0, k0 + BK);  // in flight under this tile's products
+    float chain[2][4][4] = {};
+#pragma unroll
+    for (int kb = 0; kb < BK; kb += 8) {
+      unsigned ah[2][4], al[2][4], bh[4][2], bl[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) {
+        const int r = wm + 16 * mi + g;
+        const float x[4] = {as.at(r, kb + t), as.at(r + 8, kb + t), as.at(r, kb + t + 4), as.at(r + 8, kb + t + 4)};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if constexpr (P == Passes::One) ah[mi][j] = __float_as_uint(x[j]);  // the tensor core reads the leading 11 bits
+          else split(x[j], ah[mi][j], al[mi][j]);
+        }
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const int c = wn + 8 * ni + g;
+        const float x[2] = {bs.at(kb + t, c), bs.at(kb + t + 4, c)};
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          if constexpr (P == Passes::One) bh[ni][j] = __float_as_uint(x[j]);
+          else split(x[j], bh[ni][j], bl[ni][j]);
+        }
+      }
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) {
+          if constexpr (P == Passes::One) {
+            mma_tf32(acc[mi][ni], ah[mi], bh[ni][0], bh[ni][1]);
+          } else {
+            // The small terms first. The tensor core truncates its fp32 sum, so a run of it stays short
+            // (Split3: one k block of 8; Split3Chained: the k tile's 32) and is added to acc in fp32.
+            float (&c)[4] = chain[mi][ni];
+            if constexpr (P == Passes::Split3) c[0] = c[1] = c[2] = c[3] = 0.f;
+            mma_tf32(c, al[mi], bh[ni][0], bh[ni][1]);
+            mma_tf32(c, ah[mi], bl[ni][0], bl[ni][1]);
+            mma_tf32(c, ah[mi], bh[ni][0], bh[ni][1]);
+            if constexpr (P == Passes::Split3) {
+#pragma unroll
+              for (int r = 0; r < 4; ++r) acc[mi][ni][r] += c[r];
+            }
+          }
+        }
+    }
+    if constexpr (P == Passes::Split3Chained) {
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) acc[mi][ni][r] += chain[mi][ni][r];
+    }
+  }
+  float* out = gridDim.z > 1 ? work + static_cast<long long>(blockIdx.z) * M * N : C;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm + 16 * mi + g + 8 * h, n = n0 + wn + 8 * ni + 2 * t;
+        if (m >= M || n >= N) continue;  // N is even: (n, n + 1) is wholly in or out
+        const long long at = static_cast<long long>(m) * N + n;
+        float2 v = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        if (gridDim.z == 1 && beta != 0.f) {
+          const float2 old = *reinterpret_cast<const float2*>(out + at);
+          v.x = fmaf(beta, old.x, v.x);
+          v.y = fmaf(beta, old.y, v.y);
+        }
+        *reinterpret_cast<float2*>(out + at) = v;
+      }
+}
+
+// C = the slices' partial products added in slice order + beta C, a float4 per thread.
+static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, long long mn4, int splits, float beta) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= mn4) return;
+  float4 s = reinterpret_cast<const float4*>(work)[i];
+  for (int z = 1; z < splits; ++z) {
+    const float4 w = reinterpret_cast<const float4*>(work)[z * mn4 + i];
+    s.x += w.x; s.y += w.y; s.z += w.z; s.w += w.w;
+  }
+  if (beta != 0.f) {
+    const float4 c = reinterpret_cast<const float4*>(C)[i];
+    s.x = fmaf(beta, c.x, s.x); s.y = fmaf(beta, c.y, s.y); s.z = fmaf(beta, c.z, s.z); s.w = fmaf(beta, c.w, s.w);
+  }
+  reinterpret_cast<float4*>(C)[i] = s;
+}
+
+// Both launches of one product; the caller has checked the contract (gemm_3xtf32_serves, the workspace).
+template <MatrixLayout LA, MatrixLayout LB, Passes P>
+cudaError_t launch(int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work, cudaStream_t s) {
+  const Plan plan(M, N, K);
+  gemm_kernel<LA, LB, P><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(A, B, C, work, M, N, K,
+                                                                                                      plan.k_per_split, beta);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || plan.splits == 1) return e;
+  const long long mn4 = static_cast<long long>(M) * N / 4;
+  reduce_slices_kernel<<<static_cast<unsigned>((mn4 + 255) / 256), 256, 0, s>>>(work, C, mn4, plan.splits, beta);
+  return cudaGetLastError();
+}
+
+template <Passes P>
+cudaError_t launch(MatrixLayout la, MatrixLayout lb, int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work,
+                   cudaStream_t s) {
+  constexpr MatrixLayout R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
+  if (la == R && lb == R) return launch<R, R, P>(M, N, K, A, B, beta, C, work, s);
+  if (la == R) return launch<R, Cm, P>(M, N, K, A, B, beta, C, work, s);
+  if (lb == R) return launch<Cm, R, P>(M, N, K, A, B, beta, C, work, s);
+  return launch<Cm, Cm, P>(M, N, K, A, B, beta, C, work, s);
+}
+
+}  // namespace vla::gpu::gemm

@@ -1,0 +1,36 @@
+#pragma once
+// C = A B + beta C in fp32 accuracy on the tensor cores (3xTF32), for the training step's dense projections.
+//
+// Contract. C (M x N) is row-major; A (M x K) and B (K x N) are each read row-major or column-major
+// (MatrixLayout: element (r, c) of an R x C operand at r C + c, or at c R + r), so the linear layer's three
+// products need no transpose: y = x W^T (A = x row-major, B = W^T column-major), dW += dy^T x (A = dy^T
+// column-major, B = x row-major), dx = dy W (both row-major). Any M, N, K >= 1 that are multiples of 4 with
+// every pointer 16-byte aligned (gemm_3xtf32_serves); anything else returns cudaErrorInvalidValue and
+// launches nothing, and the caller takes cuBLAS SGEMM.
+//
+// Accuracy. Each operand is split once into a TF32 head and its remainder and a b is summed as
+// a_lo b_hi + a_hi b_lo + a_hi b_hi, each k block of 8 summed from zero on the tensor core and added to the
+// running sum in fp32 (the chunked VLA kernels' scheme, docs/chunkwise-vla.md): every operand is taken to
+// 2^-21 of itself and the sums round as fp32 sums do. Measured against float64 at the training step's shapes
+// (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): 1.5e-7 .. 4.9e-7 of max |C|, where SGEMM reads 2.3e-7 .. 1.0e-6.
+//
+// Determinism. A long reduction (K, e.g. dW's sum over the batch's tokens) is split over blocks by a rule of
+// (M, N, K) alone; the slices' partial products go to `workspace` and a second launch adds them in slice
+// order. Same inputs, same bits, on any GPU.
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+namespace vla::gpu {
+
+enum class MatrixLayout { RowMajor, ColMajor };
+
+// Whether gemm_3xtf32 takes this product (shape and alignment), and the workspace it needs (floats, 16-byte
+// aligned; 0 when K is not split).
+bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C);
+std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K);
+
+cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
+                        float* C, float* workspace, cudaStream_t stream);
+
+}  // namespace vla::gpu

@@ -1,0 +1,118 @@
+// The fused 3xTF32 GEMM (gpu/gemm_3xtf32.hpp) against products in double on the host: every operand layout,
+// shapes with ragged tiles (M, N not multiples of 64, K not of 32), a K split over blocks and one that is not,
+// beta 0 and 1; the same bits twice; the refusals.
+#include "gpu/cuda_check.hpp"
+#include "gpu/gemm_3xtf32.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using vla::gpu::DeviceBuffer;
+using vla::gpu::MatrixLayout;
+using vla::gpu::check;
+
+constexpr double kU = 5.9604644775390625e-08;  // fp32 unit roundoff
+
+std::vector<float> upload_random(DeviceBuffer& d, std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = u(rng);
+  d = DeviceBuffer(n);
+  check(cudaMemcpy(d.get(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  return x;
+}
+
+std::vector<float> download(const DeviceBuffer& d, std::size_t n) {
+  std::vector<float> x(n);
+  check(cudaMemcpy(x.data(), d.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "download");
+  return x;
+}
+
+}  // namespace
+
+// If it failed: a fragment read from the wrong row or column (an O(1) error), a ragged tile's edge read past
+// the matrix or left out, a K slice lost or added twice, beta applied twice or not at all, or the split's
+// remainder dropped (one TF32 pass: ~2^-11 of the terms, far above the bound).
+TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every layout, ragged and split shapes", "[gpu]") {
+  struct Shape { int M, N, K; };
+  // (68, 36, 20): one ragged tile, K below one k tile; (132, 200, 2100): ragged tiles and a split K with a
+  // short last slice; (128, 64, 256): exact tiles, one slice; (4, 4, 4): the smallest the contract takes.
+  const Shape shapes[] = {{68, 36, 20}, {132, 200, 2100}, {128, 64, 256}, {4, 4, 4}};
+  std::mt19937 rng(20261127);
+  for (const auto& [M, N, K] : shapes)
+    for (const MatrixLayout la : {MatrixLayout::RowMajor, MatrixLayout::ColMajor})
+      for (const MatrixLayout lb : {MatrixLayout::RowMajor, MatrixLayout::ColMajor})
+        for (const float beta : {0.f, 1.f}) {
+          DeviceBuffer A, B, C, work(std::max<std::size_t>(1, vla::gpu::gemm_3xtf32_workspace_floats(M, N, K)));
+          const auto a = upload_random(A, std::size_t(M) * K, rng), b = upload_random(B, std::size_t(K) * N, rng);
+          const auto c0 = upload_random(C, std::size_t(M) * N, rng);
+          REQUIRE(vla::gpu::gemm_3xtf32_serves(M, N, K, A.get(), B.get(), C.get()));
+          check(vla::gpu::gemm_3xtf32(la, lb, M, N, K, A.get(), B.get(), beta, C.get(), work.get(), nullptr), "gemm_3xtf32");
+          check(cudaDeviceSynchronize(), "sync");
+          const auto c = download(C, std::size_t(M) * N);
+          const bool ar = la == MatrixLayout::RowMajor, br = lb == MatrixLayout::RowMajor;
+          // Each entry's error relative to its condition, |c - exact| / sum |terms|, for the kernel and for the
+          // host's own fp32 sum in k order (the yardstick: what fp32 products give).
+          double worst = 0, worst_host = 0;
+          for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+              double exact = beta * double(c0[std::size_t(m) * N + n]), abs_sum = std::abs(exact);
+              float host = beta * c0[std::size_t(m) * N + n];
+              for (int k = 0; k < K; ++k) {
+                const float x = ar ? a[std::size_t(m) * K + k] : a[std::size_t(k) * M + m];
+                const float y = br ? b[std::size_t(k) * N + n] : b[std::size_t(n) * K + k];
+                exact += double(x) * double(y);
+                abs_sum += std::abs(double(x) * double(y));
+                host = std::fma(x, y, host);
+              }
+              worst = std::max(worst, std::abs(double(c[std::size_t(m) * N + n]) - exact) / abs_sum);
+              worst_host = std::max(worst_host, std::abs(double(host) - exact) / abs_sum);
+            }
+          // The operands are taken to 2^-21 of themselves (8 u a product) and the tensor core truncates its
+          // block sums, so at small K the kernel may read a few u above the host; one TF32 pass would read
+          // ~2^-11 (4096 u) of the terms.
+          const double bound = std::max(2 * worst_host, 32 * kU);
+          INFO("M " << M << " N " << N << " K " << K << " A " << (ar ? "row" : "col") << " B " << (br ? "row" : "col") << " beta " << beta
+                    << ": worst error " << worst << " (host fp32 " << worst_host << "), bound " << bound);
+          CHECK(worst <= bound);
+        }
+}
+
+// If it failed: the split-K sum's order depended on something other than the shape (a race, atomics), so two
+// training runs of the same seed would drift apart.
+TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
+  const int M = 128, N = 256, K = 6208;  // dW's shape at one run's n = 32 batch: split over blocks
+  REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(M, N, K) > 0);
+  std::mt19937 rng(5);
+  DeviceBuffer A, B, C1(std::size_t(M) * N), C2(std::size_t(M) * N), work(vla::gpu::gemm_3xtf32_workspace_floats(M, N, K));
+  upload_random(A, std::size_t(M) * K, rng);
+  upload_random(B, std::size_t(K) * N, rng);
+  for (DeviceBuffer* c : {&C1, &C2})
+    check(vla::gpu::gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, M, N, K, A.get(), B.get(), 0.f, c->get(), work.get(), nullptr),
+          "gemm_3xtf32");
+  check(cudaDeviceSynchronize(), "sync");
+  const auto c1 = download(C1, std::size_t(M) * N), c2 = download(C2, std::size_t(M) * N);
+  CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+}
+
+// If it failed: a shape the kernel cannot read with float4s (or a missing workspace) would be launched and
+// read out of bounds, instead of being refused so that the caller takes cuBLAS SGEMM.
+TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothing", "[gpu]") {
+  DeviceBuffer A(64 * 64), B(64 * 64), C(64 * 64);
+  const auto R = MatrixLayout::RowMajor;
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(6, 8, 8, A.get(), B.get(), C.get()));   // M not a multiple of 4
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 0, A.get(), B.get(), C.get()));   // empty K
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 8, A.get() + 1, B.get(), C.get()));  // A not 16-byte aligned
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 6, 8, 8, A.get(), B.get(), 0.f, C.get(), nullptr, nullptr) == cudaErrorInvalidValue);
+  const int K = 1 << 14;  // split over blocks: a workspace is needed
+  REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(64, 64, K) > 0);
+  DeviceBuffer big(std::size_t(64) * K);
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), nullptr, nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
