@@ -16,9 +16,10 @@ std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K) {
 }
 
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
-                        float* C, float* workspace, cudaStream_t stream) {
+                        float* C, float* workspace, std::size_t workspace_floats, cudaStream_t stream) {
   if (!gemm_3xtf32_serves(M, N, K, A, B, C)) return cudaErrorInvalidValue;
-  if (gemm_3xtf32_workspace_floats(M, N, K) > 0 && (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
+  const std::size_t need = gemm_3xtf32_workspace_floats(M, N, K);
+  if (need > 0 && (workspace == nullptr || workspace_floats < need || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
   return gemm::launch<gemm::Passes::Split3>(a_layout, b_layout, M, N, K, A, B, beta, C, workspace, stream);
 }

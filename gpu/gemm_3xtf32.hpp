@@ -30,7 +30,8 @@ enum class MatrixLayout { RowMajor, ColMajor };
 bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C);
 std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K);
 
+// workspace holds workspace_floats floats; fewer than gemm_3xtf32_workspace_floats(M, N, K) is refused.
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
-                        float* C, float* workspace, cudaStream_t stream);
+                        float* C, float* workspace, std::size_t workspace_floats, cudaStream_t stream);
 
 }  // namespace vla::gpu

@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -136,7 +137,7 @@ struct GpuModel::Impl {
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
     const float one = 1.f;
     if (gemm_3xtf32_serves(n, out, in, Xp, W, Y))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), stream), "gemm forward");
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), gemm_work.size(), stream), "gemm forward");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
     if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
@@ -145,13 +146,13 @@ struct GpuModel::Impl {
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
     if (gemm_3xtf32_serves(out, in, n, dY, Xp, dW))
-      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), stream), "gemm dW");
+      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), gemm_work.size(), stream), "gemm dW");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
     if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
     if (!dXp) return;
     if (gemm_3xtf32_serves(n, in, out, dY, W, dXp))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), stream), "gemm dX");
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), gemm_work.size(), stream), "gemm dX");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
   }
@@ -173,10 +174,12 @@ struct GpuModel::Impl {
     std::size_t scratch = column_sums_scratch_floats(B, T * int(d));  // the positional gradient: (B, T d) column sums
     for (const std::size_t m : {d, hd, F, H}) scratch = std::max(scratch, column_sums_scratch_floats(N, int(m)));
     colsum = DeviceBuffer(scratch);
-    // The GEMMs' split-K workspace, sized for the largest: K = N only in the weight gradients (out, in).
+    // The GEMMs' split-K workspace, sized for the largest of every linear layer's three products (linear_fwd,
+    // linear_bwd): y (N, out) over in, dW (out, in) over N, dx (N, in) over out.
     std::size_t gemm_scratch = 0;
     for (const auto& [out, in] : {std::pair{hd, d}, std::pair{d, hd}, std::pair{F, d}, std::pair{d, F}, std::pair{H, d}, std::pair{V_, d}})
-      gemm_scratch = std::max(gemm_scratch, gemm_3xtf32_workspace_floats(int(out), int(in), N));
+      for (const auto [M, Nc, K] : {std::array{N, int(out), int(in)}, std::array{int(out), int(in), N}, std::array{N, int(in), int(out)}})
+        gemm_scratch = std::max(gemm_scratch, gemm_3xtf32_workspace_floats(M, Nc, K));
     gemm_work = DeviceBuffer(gemm_scratch);
     dWu_full = DeviceBuffer(kind() == RecurrentKind::Vla ? hd * hd : 0);
     chunked = !softmax() && (form == RecurrentForm::Chunked ||

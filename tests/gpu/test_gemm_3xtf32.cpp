@@ -53,7 +53,7 @@ TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every la
           const auto a = upload_random(A, std::size_t(M) * K, rng), b = upload_random(B, std::size_t(K) * N, rng);
           const auto c0 = upload_random(C, std::size_t(M) * N, rng);
           REQUIRE(vla::gpu::gemm_3xtf32_serves(M, N, K, A.get(), B.get(), C.get()));
-          check(vla::gpu::gemm_3xtf32(la, lb, M, N, K, A.get(), B.get(), beta, C.get(), work.get(), nullptr), "gemm_3xtf32");
+          check(vla::gpu::gemm_3xtf32(la, lb, M, N, K, A.get(), B.get(), beta, C.get(), work.get(), work.size(), nullptr), "gemm_3xtf32");
           check(cudaDeviceSynchronize(), "sync");
           const auto c = download(C, std::size_t(M) * N);
           const bool ar = la == MatrixLayout::RowMajor, br = lb == MatrixLayout::RowMajor;
@@ -94,7 +94,8 @@ TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
   upload_random(A, std::size_t(M) * K, rng);
   upload_random(B, std::size_t(K) * N, rng);
   for (DeviceBuffer* c : {&C1, &C2})
-    check(vla::gpu::gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, M, N, K, A.get(), B.get(), 0.f, c->get(), work.get(), nullptr),
+    check(vla::gpu::gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, M, N, K, A.get(), B.get(), 0.f, c->get(), work.get(), work.size(),
+                                nullptr),
           "gemm_3xtf32");
   check(cudaDeviceSynchronize(), "sync");
   const auto c1 = download(C1, std::size_t(M) * N), c2 = download(C2, std::size_t(M) * N);
@@ -109,10 +110,14 @@ TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothin
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(6, 8, 8, A.get(), B.get(), C.get()));   // M not a multiple of 4
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 0, A.get(), B.get(), C.get()));   // empty K
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 8, A.get() + 1, B.get(), C.get()));  // A not 16-byte aligned
-  CHECK(vla::gpu::gemm_3xtf32(R, R, 6, 8, 8, A.get(), B.get(), 0.f, C.get(), nullptr, nullptr) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 6, 8, 8, A.get(), B.get(), 0.f, C.get(), nullptr, 0, nullptr) == cudaErrorInvalidValue);
   const int K = 1 << 14;  // split over blocks: a workspace is needed
   REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(64, 64, K) > 0);
   DeviceBuffer big(std::size_t(64) * K);
-  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), nullptr, nullptr) == cudaErrorInvalidValue);
+  const std::size_t need = vla::gpu::gemm_3xtf32_workspace_floats(64, 64, K);
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), nullptr, 0, nullptr) == cudaErrorInvalidValue);
+  DeviceBuffer short_work(need - 4);  // one float4 short
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), short_work.get(), short_work.size(), nullptr) ==
+        cudaErrorInvalidValue);
   CHECK(cudaGetLastError() == cudaSuccess);
 }
