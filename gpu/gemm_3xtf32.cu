@@ -21,7 +21,7 @@ cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int
   const std::size_t need = gemm_3xtf32_workspace_floats(M, N, K);
   if (need > 0 && (workspace == nullptr || workspace_floats < need || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
-  return gemm::launch<gemm::Passes::Split3>(a_layout, b_layout, M, N, K, A, B, beta, C, workspace, stream);
+  return gemm::launch<gemm::Passes::Split3, 3>(a_layout, b_layout, M, N, K, A, B, beta, C, workspace, stream);
 }
 
 }  // namespace vla::gpu

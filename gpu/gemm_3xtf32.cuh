@@ -14,6 +14,8 @@
 
 namespace vla::gpu::gemm {
 
+// Split3: the three passes, each k block of 8 summed from zero and added in fp32; Split3Chained: the passes
+// accumulated on the tensor core along a whole k tile of 32; One: one TF32 pass.
 enum class Passes { Split3, Split3Chained, One };
 
 constexpr int BM = 64, BN = 64, BK = 32, kThreads = 128;
@@ -99,9 +101,10 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
 };
 
 // C = A B + beta C over the k range of slice blockIdx.z, or with gridDim.z > 1 that slice's partial product
-// into work[z] (M x N, row-major).
-template <MatrixLayout LA, MatrixLayout LB, Passes P>
-__global__ void __launch_bounds__(kThreads) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
+// into work[z] (M x N, row-major). kMinBlocks: the blocks per SM the registers are allotted for (0: the
+// compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a few spilled).
+template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
                                                        int k_per_split, float beta) {
   __shared__ __align__(16) ATile<LA> as;
   __shared__ __align__(16) BTile<LB> bs;
@@ -207,10 +210,10 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
 }
 
 // Both launches of one product; the caller has checked the contract (gemm_3xtf32_serves, the workspace).
-template <MatrixLayout LA, MatrixLayout LB, Passes P>
+template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
 cudaError_t launch(int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work, cudaStream_t s) {
   const Plan plan(M, N, K);
-  gemm_kernel<LA, LB, P><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(A, B, C, work, M, N, K,
+  gemm_kernel<LA, LB, P, kMinBlocks><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(A, B, C, work, M, N, K,
                                                                                                       plan.k_per_split, beta);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.splits == 1) return e;
@@ -219,14 +222,14 @@ cudaError_t launch(int M, int N, int K, const float* A, const float* B, float be
   return cudaGetLastError();
 }
 
-template <Passes P>
+template <Passes P, int kMinBlocks = 0>
 cudaError_t launch(MatrixLayout la, MatrixLayout lb, int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work,
                    cudaStream_t s) {
   constexpr MatrixLayout R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
-  if (la == R && lb == R) return launch<R, R, P>(M, N, K, A, B, beta, C, work, s);
-  if (la == R) return launch<R, Cm, P>(M, N, K, A, B, beta, C, work, s);
-  if (lb == R) return launch<Cm, R, P>(M, N, K, A, B, beta, C, work, s);
-  return launch<Cm, Cm, P>(M, N, K, A, B, beta, C, work, s);
+  if (la == R && lb == R) return launch<R, R, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
+  if (la == R) return launch<R, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
+  if (lb == R) return launch<Cm, R, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
+  return launch<Cm, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
 }
 
 }  // namespace vla::gpu::gemm

@@ -27,7 +27,7 @@
 // `streams R`: R concurrent launches of one run's shapes (n = 1600 and 6208) on R streams, as R concurrent
 // training runs issue them; wall per launch, SGEMM against 3xTF32.
 //
-// Exit status 1 when a result is not finite or a 3xTF32 error exceeds 16 x SGEMM's (a broken kernel).
+// Exit status 1 when a result is not finite or a three-pass error exceeds 16 x SGEMM's (a broken kernel).
 #include "gpu/dev/driver_support.hpp"
 #include "gpu/gemm_3xtf32.cuh"
 
@@ -102,13 +102,23 @@ struct Problem {
   }
 };
 
-void launch(Passes P, const Problem& p, float beta, cudaStream_t s) {
+// The kernel's variants: the passes and the split, and the blocks per SM asked of the register allocator
+// (0: none asked, as the library's kernel).
+struct Variant { Passes passes; int min_blocks; const char* name; };
+constexpr Variant kVariants[] = {{Passes::Split3, 0, "3xtf32-2blocks"}, {Passes::Split3, 3, "3xtf32"},
+                                 {Passes::Split3, 4, "3xtf32-4blocks"}, {Passes::Split3Chained, 3, "chained"},
+                                 {Passes::One, 3, "tf32"}};
+constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+
+void launch(const Variant& v, const Problem& p, float beta, cudaStream_t s) {
+  namespace gm = vla::gpu::gemm;
   const MatrixLayout la = p.op == Op::DW ? Col : Row, lb = p.op == Op::Fwd ? Col : Row;
-  const cudaError_t e = P == Passes::Split3 ? vla::gpu::gemm::launch<Passes::Split3>(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, p.work->p, s)
-                        : P == Passes::Split3Chained
-                            ? vla::gpu::gemm::launch<Passes::Split3Chained>(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, p.work->p, s)
-                            : vla::gpu::gemm::launch<Passes::One>(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, p.work->p, s);
-  CUDA_OK(e);
+  auto go = [&](auto kernel_launch) { CUDA_OK(kernel_launch(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, p.work->p, s)); };
+  if (v.passes == Passes::Split3 && v.min_blocks == 0) go(gm::launch<Passes::Split3, 0>);
+  else if (v.passes == Passes::Split3 && v.min_blocks == 3) go(gm::launch<Passes::Split3, 3>);
+  else if (v.passes == Passes::Split3) go(gm::launch<Passes::Split3, 4>);
+  else if (v.passes == Passes::Split3Chained) go(gm::launch<Passes::Split3Chained, 3>);
+  else go(gm::launch<Passes::One, 3>);
 }
 
 // gpu/train/model.cpp's three calls, column-major cuBLAS on the row-major tensors.
@@ -167,7 +177,11 @@ int shapes(int reps, int max_rows) {
   cublasHandle_t h;
   BLAS_OK(cublasCreate(&h));
   BLAS_OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));  // fp32 FMAs, as the training step's handle
-  std::printf("op n in out | M N K splits | us: sgemm 3xtf32 3xtf32-chained tf32 | sgemm/3xtf32 | err: sgemm 3xtf32 chained tf32\n");
+  std::printf("op n in out | M N K splits | us: sgemm");
+  for (const Variant& v : kVariants) std::printf(" %s", v.name);
+  std::printf(" | sgemm/%s sgemm/%s | err: sgemm", kVariants[0].name, kVariants[1].name);
+  for (const Variant& v : kVariants) std::printf(" %s", v.name);
+  std::printf("\n");
   int bad = 0;
   for (int n : kRows)
     for (const auto& io : kInOut)
@@ -175,23 +189,25 @@ int shapes(int reps, int max_rows) {
         if (n > max_rows) continue;
         Problem p(op, n, io[0], io[1], rng);
         const Reference ref = reference(p);
-        double us[4], err[4];
-        const Passes kinds[3] = {Passes::Split3, Passes::Split3Chained, Passes::One};
+        double us[1 + kNumVariants], err[1 + kNumVariants];
         us[0] = 1e3 * vla::gpu::dev::median_ms(reps, [&] { sgemm(h, p, 0.f); return cudaGetLastError(); });
         sgemm(h, p, 0.f);
         err[0] = error(p, ref);
-        for (int i = 0; i < 3; ++i) {
-          us[i + 1] = 1e3 * vla::gpu::dev::median_ms(reps, [&] { launch(kinds[i], p, 0.f, 0); return cudaGetLastError(); });
+        for (int i = 0; i < kNumVariants; ++i) {
+          us[i + 1] = 1e3 * vla::gpu::dev::median_ms(reps, [&] { launch(kVariants[i], p, 0.f, 0); return cudaGetLastError(); });
           CUDA_OK(cudaMemset(p.C->p, 0, (std::size_t)p.M * p.N * 4));
-          launch(kinds[i], p, 0.f, 0);
+          launch(kVariants[i], p, 0.f, 0);
           err[i + 1] = error(p, ref);
         }
         CUDA_OK(cudaDeviceSynchronize());
-        std::printf("%s %d %d %d | %d %d %d %d | %.1f %.1f %.1f %.1f | %.2f | %.1e %.1e %.1e %.1e\n", op_name(op), n, p.in, p.out, p.M,
-                    p.N, p.K, p.splits, us[0], us[1], us[2], us[3], us[0] / us[1], err[0], err[1], err[2], err[3]);
+        std::printf("%s %d %d %d | %d %d %d %d |", op_name(op), n, p.in, p.out, p.M, p.N, p.K, p.splits);
+        for (int i = 0; i <= kNumVariants; ++i) std::printf(" %.1f", us[i]);
+        std::printf(" | %.2f %.2f |", us[0] / us[1], us[0] / us[2]);
+        for (int i = 0; i <= kNumVariants; ++i) std::printf(" %.1e", err[i]);
+        std::printf("\n");
         std::fflush(stdout);
-        for (int i = 0; i < 4; ++i) bad += err[i] < 0;
-        bad += err[1] > 16 * err[0];
+        for (int i = 0; i <= kNumVariants; ++i) bad += err[i] < 0;
+        for (int i = 1; i <= kNumVariants; ++i) bad += kVariants[i - 1].passes != Passes::One && err[i] > 16 * err[0];
       }
   BLAS_OK(cublasDestroy(h));
   return bad ? 1 : 0;
@@ -209,21 +225,23 @@ int streams(int R, int iters) {
     BLAS_OK(cublasSetMathMode(hs[i], CUBLAS_PEDANTIC_MATH));
     BLAS_OK(cublasSetStream(hs[i], st[i]));
   }
-  std::printf("%d streams: op n in out | us per launch: sgemm 3xtf32 | sgemm/3xtf32\n", R);
+  std::printf("%d streams: op n in out | us per launch: sgemm", R);
+  for (const Variant& v : kVariants) std::printf(" %s", v.name);
+  std::printf(" | sgemm/%s sgemm/%s\n", kVariants[0].name, kVariants[1].name);
   for (int n : {1600, 6208})
     for (const auto& io : kInOut)
       for (Op op : {Op::Fwd, Op::DW, Op::DX}) {
         std::vector<std::unique_ptr<Problem>> ps;
         for (int i = 0; i < R; ++i) ps.push_back(std::make_unique<Problem>(op, n, io[0], io[1], rng));
-        auto wall = [&](bool blas) {
+        auto wall = [&](const Variant* v) {  // null: cuBLAS
           std::vector<double> w;
           for (int round = 0; round < 6; ++round) {
             CUDA_OK(cudaDeviceSynchronize());
             const auto t0 = std::chrono::steady_clock::now();
             for (int it = 0; it < iters; ++it)
               for (int i = 0; i < R; ++i) {
-                if (blas) sgemm(hs[i], *ps[i], 1.f);
-                else launch(Passes::Split3, *ps[i], 1.f, st[i]);
+                if (!v) sgemm(hs[i], *ps[i], 1.f);
+                else launch(*v, *ps[i], 1.f, st[i]);
               }
             CUDA_OK(cudaDeviceSynchronize());
             if (round > 0) w.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / (iters * R));
@@ -231,8 +249,12 @@ int streams(int R, int iters) {
           std::sort(w.begin(), w.end());
           return w[w.size() / 2];
         };
-        const double a = wall(true), b = wall(false);
-        std::printf("%s %d %d %d | %.2f %.2f | %.2f\n", op_name(op), n, io[0], io[1], a, b, a / b);
+        double w[1 + kNumVariants];
+        w[0] = wall(nullptr);
+        for (int i = 0; i < kNumVariants; ++i) w[i + 1] = kVariants[i].passes == Passes::One ? 0 : wall(&kVariants[i]);
+        std::printf("%s %d %d %d |", op_name(op), n, io[0], io[1]);
+        for (int i = 0; i <= kNumVariants; ++i) std::printf(" %.2f", w[i]);
+        std::printf(" | %.2f %.2f\n", w[0] / w[1], w[0] / w[2]);
         std::fflush(stdout);
       }
   for (int i = 0; i < R; ++i) {
