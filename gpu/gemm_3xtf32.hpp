@@ -29,6 +29,11 @@ enum class MatrixLayout { RowMajor, ColMajor };
 // aligned; 0 when K is not split).
 bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C);
 std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K);
+// Whether it is the faster of it and cuBLAS SGEMM on an H100 (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): at
+// the training step's shapes it is, but for a reduction over more than kGemm3xTf32MaxFasterK (dW over many
+// tokens: 0.80-0.93x SGEMM's speed from 25600 tokens on, 1.05-1.3x at 6208).
+inline constexpr int kGemm3xTf32MaxFasterK = 16384;
+inline bool gemm_3xtf32_faster(int /*M*/, int /*N*/, int K) { return K <= kGemm3xTf32MaxFasterK; }
 
 // workspace holds workspace_floats floats; fewer than gemm_3xtf32_workspace_floats(M, N, K) is refused.
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,

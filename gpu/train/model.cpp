@@ -131,13 +131,18 @@ struct GpuModel::Impl {
   const int* token_starts() const { return token_ids() + 3 * std::size_t(N); }
 
   // The dense projections' products: the fused 3xTF32 GEMM (gpu/gemm_3xtf32.hpp: fp32 accuracy on the tensor
-  // cores; its speed against SGEMM at the sweep's shapes in docs/gpu.md) where its contract takes the shape,
-  // cuBLAS SGEMM otherwise (dimensions that are not multiples of 4, unaligned tensors).
+  // cores) where its contract takes the shape and it is the faster, cuBLAS SGEMM otherwise (dimensions that
+  // are not multiples of 4, unaligned tensors, a weight gradient over many tokens).
+  static bool fused_gemm(int M, int N, int K, const void* A, const void* B, const void* C) {
+    return gemm_3xtf32_serves(M, N, K, A, B, C) && gemm_3xtf32_faster(M, N, K);
+  }
   // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
     const float one = 1.f;
-    if (gemm_3xtf32_serves(n, out, in, Xp, W, Y))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), gemm_work.size(), stream), "gemm forward");
+    if (fused_gemm(n, out, in, Xp, W, Y))
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), gemm_work.size(),
+                               stream),
+                   "gemm forward");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
     if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
@@ -145,14 +150,18 @@ struct GpuModel::Impl {
   // dW += dY^T X, db += column sums of dY, dX = beta dX + dY W (when dXp).
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
-    if (gemm_3xtf32_serves(out, in, n, dY, Xp, dW))
-      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), gemm_work.size(), stream), "gemm dW");
+    if (fused_gemm(out, in, n, dY, Xp, dW))
+      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), gemm_work.size(),
+                               stream),
+                   "gemm dW");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
     if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
     if (!dXp) return;
-    if (gemm_3xtf32_serves(n, in, out, dY, W, dXp))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), gemm_work.size(), stream), "gemm dX");
+    if (fused_gemm(n, in, out, dY, W, dXp))
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), gemm_work.size(),
+                               stream),
+                   "gemm dX");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
   }
