@@ -12,16 +12,16 @@ bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const
 
 std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K) {
   const gemm::Plan plan(M, N, K);
-  return plan.splits > 1 ? static_cast<std::size_t>(plan.splits) * M * N : 0;
+  return plan.splits > 1 ? static_cast<std::size_t>(plan.splits) * (static_cast<std::size_t>(M) * N + M) : 0;
 }
 
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
-                        float* C, float* workspace, std::size_t workspace_floats, cudaStream_t stream) {
+                        float* C, const GemmEpilogue& epilogue, float* workspace, std::size_t workspace_floats, cudaStream_t stream) {
   if (!gemm_3xtf32_serves(M, N, K, A, B, C)) return cudaErrorInvalidValue;
   const std::size_t need = gemm_3xtf32_workspace_floats(M, N, K);
   if (need > 0 && (workspace == nullptr || workspace_floats < need || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
-  return gemm::launch<gemm::Passes::Split3, 3>(a_layout, b_layout, M, N, K, A, B, beta, C, workspace, stream);
+  return gemm::launch<gemm::Passes::Split3, 3>(a_layout, b_layout, M, N, K, A, B, beta, C, epilogue, workspace, stream);
 }
 
 }  // namespace vla::gpu

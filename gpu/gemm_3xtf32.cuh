@@ -100,18 +100,21 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
   }
 };
 
-// C = A B + beta C over the k range of slice blockIdx.z, or with gridDim.z > 1 that slice's partial product
-// into work[z] (M x N, row-major). kMinBlocks: the blocks per SM the registers are allotted for (0: the
+// C = A B + beta C (+ bias) over the k range of slice blockIdx.z, or with gridDim.z > 1 that slice's partial
+// product into work[z] (M x N, row-major); with rsum, the blocks of the first column of tiles sum their A
+// rows too, into rsum (+=) or, split, into work[splits M N + z M]. kMinBlocks: the blocks per SM the registers are allotted for (0: the
 // compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a few spilled).
 template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
-                                                       int k_per_split, float beta) {
+                                                       int k_per_split, float beta, const float* bias, float* rsum) {
   __shared__ __align__(16) ATile<LA> as;
   __shared__ __align__(16) BTile<LB> bs;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, wm = 32 * (warp >> 1), wn = 32 * (warp & 1);
   const int k_begin = blockIdx.z * k_per_split, k_end = min(K, k_begin + k_per_split);
   float acc[2][4][4] = {};
+  const bool row_summer = rsum != nullptr && blockIdx.x == 0 && threadIdx.x < BM;  // thread r sums A's row m0 + r
+  float row_sum = 0.f;
   TileLoads<LA, LB> ld;
   ld.fetch(A, B, M, N, K, m0, n0, k_begin);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
@@ -119,6 +122,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
     ld.store(as, bs);
     __syncthreads();
     if (k0 + BK < k_end) ld.fetch(A, B, M, N, K, m0, n0, k0 + BK);  // in flight under this tile's products
+    if (row_summer) {
+#pragma unroll 8
+      for (int k = 0; k < BK; ++k) row_sum += as.at(threadIdx.x, k);  // zeros past K
+    }
     float chain[2][4][4] = {};
 #pragma unroll
     for (int kb = 0; kb < BK; kb += 8) {
@@ -173,7 +180,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
           for (int r = 0; r < 4; ++r) acc[mi][ni][r] += chain[mi][ni][r];
     }
   }
-  float* out = gridDim.z > 1 ? work + static_cast<long long>(blockIdx.z) * M * N : C;
+  const bool split = gridDim.z > 1;
+  if (row_summer && m0 + static_cast<int>(threadIdx.x) < M) {
+    const int m = m0 + threadIdx.x;
+    if (split) work[static_cast<long long>(gridDim.z) * M * N + static_cast<long long>(blockIdx.z) * M + m] = row_sum;
+    else rsum[m] += row_sum;
+  }
+  float* out = split ? work + static_cast<long long>(blockIdx.z) * M * N : C;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -184,52 +197,71 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
         if (m >= M || n >= N) continue;  // N is even: (n, n + 1) is wholly in or out
         const long long at = static_cast<long long>(m) * N + n;
         float2 v = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-        if (gridDim.z == 1 && beta != 0.f) {
+        if (!split && beta != 0.f) {
           const float2 old = *reinterpret_cast<const float2*>(out + at);
           v.x = fmaf(beta, old.x, v.x);
           v.y = fmaf(beta, old.y, v.y);
+        }
+        if (!split && bias) {
+          v.x += bias[n];
+          v.y += bias[n + 1];
         }
         *reinterpret_cast<float2*>(out + at) = v;
       }
 }
 
-// C = the slices' partial products added in slice order + beta C, a float4 per thread.
-static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, long long mn4, int splits, float beta) {
+// C = the slices' partial products added in slice order + beta C (+ bias), a float4 per thread; then, with
+// rsum, one thread per row m: rsum[m] += the slices' row sums in order.
+static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, int M, int N, int splits, float beta,
+                                                                   const float* bias, float* rsum) {
+  const long long mn4 = static_cast<long long>(M) * N / 4;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= mn4) return;
-  float4 s = reinterpret_cast<const float4*>(work)[i];
-  for (int z = 1; z < splits; ++z) {
-    const float4 w = reinterpret_cast<const float4*>(work)[z * mn4 + i];
-    s.x += w.x; s.y += w.y; s.z += w.z; s.w += w.w;
+  if (i < mn4) {
+    float4 s = reinterpret_cast<const float4*>(work)[i];
+    for (int z = 1; z < splits; ++z) {
+      const float4 w = reinterpret_cast<const float4*>(work)[z * mn4 + i];
+      s.x += w.x; s.y += w.y; s.z += w.z; s.w += w.w;
+    }
+    if (beta != 0.f) {
+      const float4 c = reinterpret_cast<const float4*>(C)[i];
+      s.x = fmaf(beta, c.x, s.x); s.y = fmaf(beta, c.y, s.y); s.z = fmaf(beta, c.z, s.z); s.w = fmaf(beta, c.w, s.w);
+    }
+    if (bias) {
+      const int n = static_cast<int>((4 * i) % N);
+      s.x += bias[n]; s.y += bias[n + 1]; s.z += bias[n + 2]; s.w += bias[n + 3];
+    }
+    reinterpret_cast<float4*>(C)[i] = s;
+  } else if (rsum && i < mn4 + M) {
+    const int m = static_cast<int>(i - mn4);
+    const float* part = work + static_cast<long long>(splits) * M * N + m;
+    float s = part[0];
+    for (int z = 1; z < splits; ++z) s += part[static_cast<long long>(z) * M];
+    rsum[m] += s;
   }
-  if (beta != 0.f) {
-    const float4 c = reinterpret_cast<const float4*>(C)[i];
-    s.x = fmaf(beta, c.x, s.x); s.y = fmaf(beta, c.y, s.y); s.z = fmaf(beta, c.z, s.z); s.w = fmaf(beta, c.w, s.w);
-  }
-  reinterpret_cast<float4*>(C)[i] = s;
 }
 
 // Both launches of one product; the caller has checked the contract (gemm_3xtf32_serves, the workspace).
 template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
-cudaError_t launch(int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work, cudaStream_t s) {
+cudaError_t launch(int M, int N, int K, const float* A, const float* B, float beta, float* C, const GemmEpilogue& ep, float* work,
+                   cudaStream_t s) {
   const Plan plan(M, N, K);
-  gemm_kernel<LA, LB, P, kMinBlocks><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(A, B, C, work, M, N, K,
-                                                                                                      plan.k_per_split, beta);
+  gemm_kernel<LA, LB, P, kMinBlocks><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(
+      A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.splits == 1) return e;
-  const long long mn4 = static_cast<long long>(M) * N / 4;
-  reduce_slices_kernel<<<static_cast<unsigned>((mn4 + 255) / 256), 256, 0, s>>>(work, C, mn4, plan.splits, beta);
+  const long long items = static_cast<long long>(M) * N / 4 + (ep.a_row_sums ? M : 0);
+  reduce_slices_kernel<<<static_cast<unsigned>((items + 255) / 256), 256, 0, s>>>(work, C, M, N, plan.splits, beta, ep.bias, ep.a_row_sums);
   return cudaGetLastError();
 }
 
 template <Passes P, int kMinBlocks = 0>
-cudaError_t launch(MatrixLayout la, MatrixLayout lb, int M, int N, int K, const float* A, const float* B, float beta, float* C, float* work,
-                   cudaStream_t s) {
+cudaError_t launch(MatrixLayout la, MatrixLayout lb, int M, int N, int K, const float* A, const float* B, float beta, float* C,
+                   const GemmEpilogue& ep, float* work, cudaStream_t s) {
   constexpr MatrixLayout R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
-  if (la == R && lb == R) return launch<R, R, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
-  if (la == R) return launch<R, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
-  if (lb == R) return launch<Cm, R, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
-  return launch<Cm, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, work, s);
+  if (la == R && lb == R) return launch<R, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
+  if (la == R) return launch<R, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
+  if (lb == R) return launch<Cm, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
+  return launch<Cm, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
 }
 
 }  // namespace vla::gpu::gemm

@@ -14,6 +14,12 @@
 // 2^-21 of itself and the sums round as fp32 sums do. Measured against float64 at the training step's shapes
 // (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): 1.5e-7 .. 4.9e-7 of max |C|, where SGEMM reads 2.3e-7 .. 1.0e-6.
 //
+// Epilogue (GemmEpilogue, each part optional): a bias added to every row of C (the linear layer's
+// y = x W^T + b, added after beta C + A B, as a separate bias kernel would), and A's rows summed over k into
+// a vector (db += sum_n dy when A = dy^T: the bias gradient, read from the tiles dW's product loads anyway).
+// A row's sum runs in k order within a slice, the slices added in order: fp32 sums of at most a slice's
+// length plus the slice count.
+//
 // Determinism. A long reduction (K, e.g. dW's sum over the batch's tokens) is split over blocks by a rule of
 // (M, N, K) alone; the slices' partial products go to `workspace` and a second launch adds them in slice
 // order. Same inputs, same bits, on any GPU.
@@ -24,6 +30,11 @@
 namespace vla::gpu {
 
 enum class MatrixLayout { RowMajor, ColMajor };
+
+struct GemmEpilogue {
+  const float* bias = nullptr;  // (N) or null: C[m][n] += bias[n], after beta C + A B
+  float* a_row_sums = nullptr;  // (M) or null: a_row_sums[m] += sum over k of A[m][k]
+};
 
 // Whether gemm_3xtf32 takes this product (shape and alignment), and the workspace it needs (floats, 16-byte
 // aligned; 0 when K is not split).
@@ -37,6 +48,6 @@ inline bool gemm_3xtf32_faster(int /*M*/, int /*N*/, int K) { return K <= kGemm3
 
 // workspace holds workspace_floats floats; fewer than gemm_3xtf32_workspace_floats(M, N, K) is refused.
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
-                        float* C, float* workspace, std::size_t workspace_floats, cudaStream_t stream);
+                        float* C, const GemmEpilogue& epilogue, float* workspace, std::size_t workspace_floats, cudaStream_t stream);
 
 }  // namespace vla::gpu

@@ -139,28 +139,30 @@ struct GpuModel::Impl {
   // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
     const float one = 1.f;
-    if (fused_gemm(n, out, in, Xp, W, Y))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, gemm_work.get(), gemm_work.size(),
-                               stream),
+    if (fused_gemm(n, out, in, Xp, W, Y)) {  // the bias in the product's epilogue
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, GemmEpilogue{b, nullptr},
+                               gemm_work.get(), gemm_work.size(), stream),
                    "gemm forward");
-    else
-      check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
+      return;
+    }
+    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
     if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
   }
   // dW += dY^T X, db += column sums of dY, dX = beta dX + dY W (when dXp).
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
-    if (fused_gemm(out, in, n, dY, Xp, dW))
-      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, gemm_work.get(), gemm_work.size(),
-                               stream),
+    if (fused_gemm(out, in, n, dY, Xp, dW)) {  // db from the same product: the row sums of its A = dY^T
+      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, GemmEpilogue{nullptr, db},
+                               gemm_work.get(), gemm_work.size(), stream),
                    "gemm dW");
-    else
+    } else {
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
-    if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
+      if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
+    }
     if (!dXp) return;
     if (fused_gemm(n, in, out, dY, W, dXp))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, gemm_work.get(), gemm_work.size(),
-                               stream),
+      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, GemmEpilogue{}, gemm_work.get(),
+                               gemm_work.size(), stream),
                    "gemm dX");
     else
       check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -37,8 +38,9 @@ std::vector<float> download(const DeviceBuffer& d, std::size_t n) {
 }  // namespace
 
 // If it failed: a fragment read from the wrong row or column (an O(1) error), a ragged tile's edge read past
-// the matrix or left out, a K slice lost or added twice, beta applied twice or not at all, or the split's
-// remainder dropped (one TF32 pass: ~2^-11 of the terms, far above the bound).
+// the matrix or left out, a K slice lost or added twice, beta applied twice or not at all, the bias added to
+// the wrong column or per slice, a row sum missing a tile or slice, or the split's remainder dropped (one
+// TF32 pass: ~2^-11 of the terms, far above the bound).
 TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every layout, ragged and split shapes", "[gpu]") {
   struct Shape { int M, N, K; };
   // (68, 36, 20): one ragged tile, K below one k tile; (132, 200, 2100): ragged tiles and a split K with a
@@ -48,15 +50,19 @@ TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every la
   for (const auto& [M, N, K] : shapes)
     for (const MatrixLayout la : {MatrixLayout::RowMajor, MatrixLayout::ColMajor})
       for (const MatrixLayout lb : {MatrixLayout::RowMajor, MatrixLayout::ColMajor})
-        for (const float beta : {0.f, 1.f}) {
-          DeviceBuffer A, B, C, work(std::max<std::size_t>(1, vla::gpu::gemm_3xtf32_workspace_floats(M, N, K)));
+        for (const bool with_epilogue : {false, true}) {  // beta 0 alone; beta 1 with the bias and A's row sums
+          const float beta = with_epilogue ? 1.f : 0.f;
+          DeviceBuffer A, B, C, bias, rsum, work(std::max<std::size_t>(1, vla::gpu::gemm_3xtf32_workspace_floats(M, N, K)));
           const auto a = upload_random(A, std::size_t(M) * K, rng), b = upload_random(B, std::size_t(K) * N, rng);
           const auto c0 = upload_random(C, std::size_t(M) * N, rng);
+          const auto bias0 = upload_random(bias, std::size_t(N), rng), rsum0 = upload_random(rsum, std::size_t(M), rng);
+          const vla::gpu::GemmEpilogue ep = with_epilogue ? vla::gpu::GemmEpilogue{bias.get(), rsum.get()} : vla::gpu::GemmEpilogue{};
           REQUIRE(vla::gpu::gemm_3xtf32_serves(M, N, K, A.get(), B.get(), C.get()));
-          check(vla::gpu::gemm_3xtf32(la, lb, M, N, K, A.get(), B.get(), beta, C.get(), work.get(), work.size(), nullptr), "gemm_3xtf32");
+          check(vla::gpu::gemm_3xtf32(la, lb, M, N, K, A.get(), B.get(), beta, C.get(), ep, work.get(), work.size(), nullptr), "gemm_3xtf32");
           check(cudaDeviceSynchronize(), "sync");
-          const auto c = download(C, std::size_t(M) * N);
+          const auto c = download(C, std::size_t(M) * N), rs = download(rsum, std::size_t(M));
           const bool ar = la == MatrixLayout::RowMajor, br = lb == MatrixLayout::RowMajor;
+          const auto a_at = [&](int m, int k) { return ar ? a[std::size_t(m) * K + k] : a[std::size_t(k) * M + m]; };
           // Each entry's error relative to its condition, |c - exact| / sum |terms|, for the kernel and for the
           // host's own fp32 sum in k order (the yardstick: what fp32 products give).
           double worst = 0, worst_host = 0;
@@ -65,11 +71,16 @@ TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every la
               double exact = beta * double(c0[std::size_t(m) * N + n]), abs_sum = std::abs(exact);
               float host = beta * c0[std::size_t(m) * N + n];
               for (int k = 0; k < K; ++k) {
-                const float x = ar ? a[std::size_t(m) * K + k] : a[std::size_t(k) * M + m];
+                const float x = a_at(m, k);
                 const float y = br ? b[std::size_t(k) * N + n] : b[std::size_t(n) * K + k];
                 exact += double(x) * double(y);
                 abs_sum += std::abs(double(x) * double(y));
                 host = std::fma(x, y, host);
+              }
+              if (with_epilogue) {
+                exact += bias0[n];
+                abs_sum += std::abs(bias0[n]);
+                host += bias0[n];
               }
               worst = std::max(worst, std::abs(double(c[std::size_t(m) * N + n]) - exact) / abs_sum);
               worst_host = std::max(worst_host, std::abs(double(host) - exact) / abs_sum);
@@ -81,25 +92,48 @@ TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every la
           INFO("M " << M << " N " << N << " K " << K << " A " << (ar ? "row" : "col") << " B " << (br ? "row" : "col") << " beta " << beta
                     << ": worst error " << worst << " (host fp32 " << worst_host << "), bound " << bound);
           CHECK(worst <= bound);
+          // A's row sums: fp32 sums of the row's K entries plus the old value (the kernel's order differs from
+          // the host's by the slices); untouched without the epilogue.
+          double worst_rs = 0, worst_rs_host = 0;
+          for (int m = 0; m < M; ++m) {
+            double exact = rsum0[m], abs_sum = std::abs(exact);
+            float host = rsum0[m];
+            for (int k = 0; k < K; ++k) {
+              exact += a_at(m, k);
+              abs_sum += std::abs(a_at(m, k));
+              host += a_at(m, k);
+            }
+            if (!with_epilogue) {
+              CHECK(rs[m] == rsum0[m]);
+              continue;
+            }
+            worst_rs = std::max(worst_rs, std::abs(double(rs[m]) - exact) / abs_sum);
+            worst_rs_host = std::max(worst_rs_host, std::abs(double(host) - exact) / abs_sum);
+          }
+          INFO("row sums: worst error " << worst_rs << " (host fp32 " << worst_rs_host << ")");
+          CHECK(worst_rs <= std::max(2 * worst_rs_host, 4 * kU));
         }
 }
 
-// If it failed: the split-K sum's order depended on something other than the shape (a race, atomics), so two
-// training runs of the same seed would drift apart.
+// If it failed: the split-K sum's order (of the product or of A's row sums) depended on something other
+// than the shape (a race, atomics), so two training runs of the same seed would drift apart.
 TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
   const int M = 128, N = 256, K = 6208;  // dW's shape at one run's n = 32 batch: split over blocks
   REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(M, N, K) > 0);
   std::mt19937 rng(5);
   DeviceBuffer A, B, C1(std::size_t(M) * N), C2(std::size_t(M) * N), work(vla::gpu::gemm_3xtf32_workspace_floats(M, N, K));
+  DeviceBuffer r1(std::vector<float>(M, 0.f)), r2(std::vector<float>(M, 0.f));
   upload_random(A, std::size_t(M) * K, rng);
   upload_random(B, std::size_t(K) * N, rng);
-  for (DeviceBuffer* c : {&C1, &C2})
-    check(vla::gpu::gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, M, N, K, A.get(), B.get(), 0.f, c->get(), work.get(), work.size(),
-                                nullptr),
+  for (auto [c, r] : {std::pair{&C1, &r1}, std::pair{&C2, &r2}})
+    check(vla::gpu::gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, M, N, K, A.get(), B.get(), 0.f, c->get(),
+                                vla::gpu::GemmEpilogue{nullptr, r->get()}, work.get(), work.size(), nullptr),
           "gemm_3xtf32");
   check(cudaDeviceSynchronize(), "sync");
   const auto c1 = download(C1, std::size_t(M) * N), c2 = download(C2, std::size_t(M) * N);
   CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+  const auto s1 = download(r1, M), s2 = download(r2, M);
+  CHECK(std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)) == 0);
 }
 
 // If it failed: a shape the kernel cannot read with float4s (or a missing workspace) would be launched and
@@ -110,14 +144,14 @@ TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothin
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(6, 8, 8, A.get(), B.get(), C.get()));   // M not a multiple of 4
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 0, A.get(), B.get(), C.get()));   // empty K
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(8, 8, 8, A.get() + 1, B.get(), C.get()));  // A not 16-byte aligned
-  CHECK(vla::gpu::gemm_3xtf32(R, R, 6, 8, 8, A.get(), B.get(), 0.f, C.get(), nullptr, 0, nullptr) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 6, 8, 8, A.get(), B.get(), 0.f, C.get(), {}, nullptr, 0, nullptr) == cudaErrorInvalidValue);
   const int K = 1 << 14;  // split over blocks: a workspace is needed
   REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(64, 64, K) > 0);
   DeviceBuffer big(std::size_t(64) * K);
   const std::size_t need = vla::gpu::gemm_3xtf32_workspace_floats(64, 64, K);
-  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), nullptr, 0, nullptr) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), {}, nullptr, 0, nullptr) == cudaErrorInvalidValue);
   DeviceBuffer short_work(need - 4);  // one float4 short
-  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), short_work.get(), short_work.size(), nullptr) ==
+  CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), {}, short_work.get(), short_work.size(), nullptr) ==
         cudaErrorInvalidValue);
   CHECK(cudaGetLastError() == cudaSuccess);
 }
