@@ -217,10 +217,20 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
   const long long mn4 = static_cast<long long>(M) * N / 4;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < mn4) {
-    float4 s = reinterpret_cast<const float4*>(work)[i];
-    for (int z = 1; z < splits; ++z) {
-      const float4 w = reinterpret_cast<const float4*>(work)[z * mn4 + i];
-      s.x += w.x; s.y += w.y; s.z += w.z; s.w += w.w;
+    const float4* w = reinterpret_cast<const float4*>(work) + i;
+    float4 s = w[0];
+    // 8 slices' reads in flight at once (a split dW has up to ~50 slices), added in slice order.
+    int z = 1;
+    for (; z + 8 <= splits; z += 8) {
+      float4 r[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) r[j] = w[(z + j) * mn4];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) { s.x += r[j].x; s.y += r[j].y; s.z += r[j].z; s.w += r[j].w; }
+    }
+    for (; z < splits; ++z) {
+      const float4 r = w[z * mn4];
+      s.x += r.x; s.y += r.y; s.z += r.z; s.w += r.w;
     }
     if (beta != 0.f) {
       const float4 c = reinterpret_cast<const float4*>(C)[i];
@@ -235,7 +245,15 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
     const int m = static_cast<int>(i - mn4);
     const float* part = work + static_cast<long long>(splits) * M * N + m;
     float s = part[0];
-    for (int z = 1; z < splits; ++z) s += part[static_cast<long long>(z) * M];
+    int z = 1;
+    for (; z + 8 <= splits; z += 8) {
+      float r[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) r[j] = part[static_cast<long long>(z + j) * M];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s += r[j];
+    }
+    for (; z < splits; ++z) s += part[static_cast<long long>(z) * M];
     rsum[m] += s;
   }
 }
