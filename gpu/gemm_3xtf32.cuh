@@ -4,11 +4,10 @@
 // passes chained along a whole k tile. CUDA source: included by .cu files only.
 //
 // Tiling: a block of 4 warps computes a 64 x 64 tile of C, each warp 32 x 32 as 2 x 4 mma tiles of 16 x 8
-// (mma.sync m16n8k8, TF32 operands, fp32 accumulation), over k tiles of 32 staged in shared memory; the next
-// tile's global reads are in flight while this one's products run. Fragments (PTX ISA, mma.m16n8k8 .tf32),
-// g = lane / 4, t = lane % 4: A (16 x 8) a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B (8 x 8)
-// b0 (t, g), b1 (t + 4, g); C (16 x 8) c0, c1 (g, 2t + {0, 1}), c2, c3 (g + 8, 2t + {0, 1}).
+// (gpu/tf32_mma.cuh: the split, the passes, the fragments), over k tiles of 32 staged in shared memory; the
+// next tile's global reads are in flight while this one's products run.
 #include "gpu/gemm_3xtf32.hpp"
+#include "gpu/tf32_mma.cuh"
 
 #include <algorithm>
 
@@ -36,18 +35,11 @@ struct Plan {
   }
 };
 
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// Veltkamp's split with 2^13 + 1: hi = x at 11 significant bits (a TF32 number), lo = x - hi exactly. The _rn
-// intrinsics keep the compiler from contracting the split away.
-__device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
-  const float p = __fmul_rn(x, 8193.f);
-  const float h = __fsub_rn(p, __fsub_rn(p, x));
-  hi = __float_as_uint(h);
-  lo = __float_as_uint(__fsub_rn(x, h));
+// An operand entry as the passes read it: split (three passes), or its bits as they are (one pass: the
+// tensor core reads the leading 11).
+template <Passes P> __device__ __forceinline__ Tf32 operand(float x) {
+  if constexpr (P == Passes::One) return {__float_as_uint(x), 0u};
+  else return tf32_split(x);
 }
 
 // Shared tiles: A as [m][k] (row-major) or [k][m] (column-major), B as [k][n] or [n][k], so that every global
@@ -102,8 +94,9 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
 
 // C = A B + beta C (+ bias) over the k range of slice blockIdx.z, or with gridDim.z > 1 that slice's partial
 // product into work[z] (M x N, row-major); with rsum, the blocks of the first column of tiles sum their A
-// rows too, into rsum (+=) or, split, into work[splits M N + z M]. kMinBlocks: the blocks per SM the registers are allotted for (0: the
-// compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a few spilled).
+// rows too, into rsum (+=) or, split, into work[splits M N + z M]. kMinBlocks: the blocks per SM the
+// registers are allotted for (0: the compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a
+// few spilled).
 template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
                                                        int k_per_split, float beta, const float* bias, float* rsum) {
@@ -129,45 +122,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
     float chain[2][4][4] = {};
 #pragma unroll
     for (int kb = 0; kb < BK; kb += 8) {
-      unsigned ah[2][4], al[2][4], bh[4][2], bl[4][2];
+      Tf32 af[2][4], bf[4][2];
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi) {
         const int r = wm + 16 * mi + g;
-        const float x[4] = {as.at(r, kb + t), as.at(r + 8, kb + t), as.at(r, kb + t + 4), as.at(r + 8, kb + t + 4)};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if constexpr (P == Passes::One) ah[mi][j] = __float_as_uint(x[j]);  // the tensor core reads the leading 11 bits
-          else split(x[j], ah[mi][j], al[mi][j]);
-        }
+        af[mi][0] = operand<P>(as.at(r, kb + t));
+        af[mi][1] = operand<P>(as.at(r + 8, kb + t));
+        af[mi][2] = operand<P>(as.at(r, kb + t + 4));
+        af[mi][3] = operand<P>(as.at(r + 8, kb + t + 4));
       }
 #pragma unroll
       for (int ni = 0; ni < 4; ++ni) {
         const int c = wn + 8 * ni + g;
-        const float x[2] = {bs.at(kb + t, c), bs.at(kb + t + 4, c)};
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          if constexpr (P == Passes::One) bh[ni][j] = __float_as_uint(x[j]);
-          else split(x[j], bh[ni][j], bl[ni][j]);
-        }
+        bf[ni][0] = operand<P>(bs.at(kb + t, c));
+        bf[ni][1] = operand<P>(bs.at(kb + t + 4, c));
       }
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) {
+          const Tf32(&a)[4] = af[mi];
+          const Tf32(&b)[2] = bf[ni];
           if constexpr (P == Passes::One) {
-            mma_tf32(acc[mi][ni], ah[mi], bh[ni][0], bh[ni][1]);
-          } else {
-            // The small terms first. The tensor core truncates its fp32 sum, so a run of it stays short
-            // (Split3: one k block of 8; Split3Chained: the k tile's 32) and is added to acc in fp32.
+            mma_tf32(acc[mi][ni], a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+          } else if constexpr (P == Passes::Split3) {
+            mma_3xtf32(acc[mi][ni], a, b);  // one k block summed from zero, then added in fp32
+          } else {  // the passes accumulated on the tensor core along the k tile, added in fp32 after it
             float (&c)[4] = chain[mi][ni];
-            if constexpr (P == Passes::Split3) c[0] = c[1] = c[2] = c[3] = 0.f;
-            mma_tf32(c, al[mi], bh[ni][0], bh[ni][1]);
-            mma_tf32(c, ah[mi], bl[ni][0], bl[ni][1]);
-            mma_tf32(c, ah[mi], bh[ni][0], bh[ni][1]);
-            if constexpr (P == Passes::Split3) {
-#pragma unroll
-              for (int r = 0; r < 4; ++r) acc[mi][ni][r] += c[r];
-            }
+            mma_tf32(c, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+            mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+            mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
           }
         }
     }
