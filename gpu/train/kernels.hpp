@@ -1,7 +1,7 @@
 #pragma once
 // Element-wise and reduction kernels of the GPU training step (gpu/train/model.cpp): embedding,
 // LayerNorm, GELU, head permutes, softmax cross-entropy, gradient norm, AdamW. Dense projections are
-// cuBLAS (model.cpp); the recurrences are gpu/recurrent_{forward,backward}. All fp32, row-major;
+// gpu/gemm_3xtf32.hpp or cuBLAS (model.cpp); the recurrences are gpu/recurrent_{forward,backward}. All fp32, row-major;
 // N = B * T rows. Every launcher returns cudaGetLastError() after its launch. Plain C++17 (no Eigen).
 // Each layer mirrors core/model/*.hpp's forward and backward (the CPU reference): same formulas,
 // same constants (LayerNorm eps 1e-5, GELU tanh form), so the gradient-parity test compares like with like.

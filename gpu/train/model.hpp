@@ -3,7 +3,8 @@
 //   X_0 = E[tokens] + P[0:T]; per block X += Mixer(LN1(X)), X += W2 GELU(W1 LN2(X) + b1) + b2;
 //   logits = LNf(X) E^T (tied head); cross-entropy at the positions with a target, mean over the batch's
 //   targets (as core/train/trainer.cpp's batch_gradient).
-// Dense projections: cuBLAS SGEMM (plain fp32 math mode, no TF32). Mixers: the fused recurrent
+// Dense projections: gpu/gemm_3xtf32.hpp (fp32 accuracy on the tensor cores, the biases and their gradients
+// in its epilogue), cuBLAS SGEMM in plain fp32 where it does not serve. Mixers: the fused recurrent
 // forward/backward kernels of gpu/recurrent_{forward,backward}.hpp (vla, vla-no-knorm, vla-fixed-a on
 // DeltaNet's, linear, deltanet; d_head in kGpuRecurrentHeads) and softmax attention (gpu/softmax_attention.hpp, cuBLAS + fused row kernels; d_head in
 // {16, 32, 64, 128}); any other mixer is rejected naming the allowed ones.
