@@ -13,6 +13,10 @@
 // running sum in fp32 (the chunked VLA kernels' scheme, docs/chunkwise-vla.md): every operand is taken to
 // 2^-21 of itself and the sums round as fp32 sums do. Measured against float64 at the training step's shapes
 // (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): 1.5e-7 .. 4.9e-7 of max |C|, where SGEMM reads 2.3e-7 .. 1.0e-6.
+// Range: the split multiplies by 8193, so an operand entry that is infinite or beyond FLT_MAX / 8193 (~4.2e34)
+// in magnitude splits into NaN and every product that reads it is NaN, where SGEMM would give a finite or
+// infinite value: a non-finite result either way, never a finite wrong one (the training loop stops at a
+// non-finite loss or gradient, naming the step; a sweep records the run as diverged).
 //
 // Epilogue (GemmEpilogue, each part optional): a bias added to every row of C (the linear layer's
 // y = x W^T + b, added after beta C + A B, as a separate bias kernel would), and A's rows summed over k into
