@@ -7,7 +7,8 @@ namespace vla::gpu {
 
 bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C) {
   const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  return M >= 1 && N >= 1 && K >= 1 && M % 4 == 0 && N % 4 == 0 && K % 4 == 0 && aligned(A) && aligned(B) && aligned(C);
+  const bool launchable = (M + gemm::BM - 1) / gemm::BM <= 65535;  // row tiles on gridDim.y
+  return M >= 1 && N >= 1 && K >= 1 && M % 4 == 0 && N % 4 == 0 && K % 4 == 0 && launchable && aligned(A) && aligned(B) && aligned(C);
 }
 
 std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K) {

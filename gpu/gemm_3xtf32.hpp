@@ -4,9 +4,9 @@
 // Contract. C (M x N) is row-major; A (M x K) and B (K x N) are each read row-major or column-major
 // (MatrixLayout: element (r, c) of an R x C operand at r C + c, or at c R + r), so the linear layer's three
 // products need no transpose: y = x W^T (A = x row-major, B = W^T column-major), dW += dy^T x (A = dy^T
-// column-major, B = x row-major), dx = dy W (both row-major). Any M, N, K >= 1 that are multiples of 4 with
-// every pointer 16-byte aligned (gemm_3xtf32_serves); anything else returns cudaErrorInvalidValue and
-// launches nothing, and the caller takes cuBLAS SGEMM.
+// column-major, B = x row-major), dx = dy W (both row-major). Any M, N, K >= 1 that are multiples of 4, M at
+// most 65535 x 64 (the row tiles of one launch), with every pointer 16-byte aligned (gemm_3xtf32_serves);
+// anything else returns cudaErrorInvalidValue and launches nothing, and the caller takes cuBLAS SGEMM.
 //
 // Accuracy. Each operand is split once into a TF32 head and its remainder and a b is summed as
 // a_lo b_hi + a_hi b_lo + a_hi b_hi, each k block of 8 summed from zero on the tensor core and added to the

@@ -2,11 +2,13 @@
 // shapes with ragged tiles (M, N not multiples of 64, K not of 32), a K split over blocks and one that is not,
 // beta 0 and 1; the same bits twice; the refusals.
 #include "gpu/cuda_check.hpp"
+#include "gpu/device_query.hpp"
 #include "gpu/gemm_3xtf32.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -42,6 +44,7 @@ std::vector<float> download(const DeviceBuffer& d, std::size_t n) {
 // the wrong column or per slice, a row sum missing a tile or slice, or the split's remainder dropped (one
 // TF32 pass: ~2^-11 of the terms, far above the bound).
 TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every layout, ragged and split shapes", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
   struct Shape { int M, N, K; };
   // (68, 36, 20): one ragged tile, K below one k tile; (132, 200, 2100): ragged tiles and a split K with a
   // short last slice; (128, 64, 256): exact tiles, one slice; (4, 4, 4): the smallest the contract takes.
@@ -118,6 +121,7 @@ TEST_CASE("3xTF32 GEMM equals the product in double to fp32's rounding, every la
 // If it failed: the split-K sum's order (of the product or of A's row sums) depended on something other
 // than the shape (a race, atomics), so two training runs of the same seed would drift apart.
 TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
   const int M = 128, N = 256, K = 6208;  // dW's shape at one run's n = 32 batch: split over blocks
   REQUIRE(vla::gpu::gemm_3xtf32_workspace_floats(M, N, K) > 0);
   std::mt19937 rng(5);
@@ -139,6 +143,7 @@ TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
 // If it failed: a shape the kernel cannot read with float4s (or a missing workspace) would be launched and
 // read out of bounds, instead of being refused so that the caller takes cuBLAS SGEMM.
 TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothing", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
   DeviceBuffer A(64 * 64), B(64 * 64), C(64 * 64);
   const auto R = MatrixLayout::RowMajor;
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(6, 8, 8, A.get(), B.get(), C.get()));   // M not a multiple of 4
@@ -154,4 +159,27 @@ TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothin
   CHECK(vla::gpu::gemm_3xtf32(R, R, 64, 64, K, big.get(), big.get(), 0.f, C.get(), {}, short_work.get(), short_work.size(), nullptr) ==
         cudaErrorInvalidValue);
   CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+// If it failed: the model would launch the kernel on a shape it cannot read with float4s or cannot grid
+// (more than 65535 row tiles), or would send the training step's own shapes to SGEMM. Host logic alone: runs
+// without a device.
+TEST_CASE("3xTF32 GEMM's contract check takes the training shapes and refuses the rest", "[gemm]") {
+  using vla::gpu::gemm_3xtf32_serves;
+  const auto* p = reinterpret_cast<const float*>(std::uintptr_t{256});  // 16-byte aligned, never dereferenced
+  for (const int n : {1600, 6208, 99328})  // a linear layer's three products at one run's and 16 runs' rows
+    for (const auto& [in, out] : {std::pair{128, 384}, std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}}) {
+      CHECK(gemm_3xtf32_serves(n, out, in, p, p, p));
+      CHECK(gemm_3xtf32_serves(out, in, n, p, p, p));
+      CHECK(gemm_3xtf32_serves(n, in, out, p, p, p));
+    }
+  CHECK(gemm_3xtf32_serves(65535 * 64, 128, 128, p, p, p));
+  CHECK_FALSE(gemm_3xtf32_serves(65535 * 64 + 4, 128, 128, p, p, p));  // one row tile too many
+  CHECK_FALSE(gemm_3xtf32_serves(128, 2, 128, p, p, p));               // N not a multiple of 4 (a gate of 2 heads)
+  CHECK_FALSE(gemm_3xtf32_serves(128, 128, 130, p, p, p));             // K not a multiple of 4
+  CHECK_FALSE(gemm_3xtf32_serves(128, 128, 128, p + 2, p, p));         // A 8 bytes off
+  CHECK_FALSE(gemm_3xtf32_serves(128, 128, 128, p, p, nullptr));       // no C
+  // The workspace: none for a K of one slice, some for a long one (dW over one run's 1600 tokens).
+  CHECK(vla::gpu::gemm_3xtf32_workspace_floats(1600, 128, 128) == 0);
+  CHECK(vla::gpu::gemm_3xtf32_workspace_floats(128, 128, 1600) >= std::size_t(2) * (128 * 128 + 128));
 }
