@@ -58,10 +58,11 @@ const train::Device* device_for(const train::TrainConfig& c, const SweepOptions&
 double run_cost(const train::TrainConfig& c);
 
 // A rough wall-time model of one run in a concurrent sweep, for planning (`vla study plan`), in seconds.
-// cuda: ms per run-step of 16 concurrent runs of the default model at batch 64, linear in T (0.23 + 0.0081 T:
-// fitted to a recipe sweep's walls on one H200, with the slope of VLA's rates at n = 8 and 32 on an H100;
-// docs/studies.md), linear in batch, wider heads ~linearly, plus 5% for evaluation; cpu: per token of the batch, measured on the 2-core dev VM (0.34 s per step at
-// n = 24, batch 64, 2 threads: 73 us per token), divided by threads / 2, heavier with wider heads.
+// cuda: ms per run-step of 16 concurrent runs of the default model at batch 64 mixing the four mixers, linear
+// in T (0.088 + 0.00878 T: fitted to such sweeps' whole walls on one H100, studies/plan-rates.sh, docs/studies.md),
+// linear in batch, wider heads ~linearly, plus 5% for evaluation; cpu: per token of the batch, measured on the
+// 2-core dev VM (0.34 s per step at n = 24, batch 64, 2 threads: 73 us per token), divided by threads / 2,
+// heavier with wider heads.
 double estimated_seconds(const train::TrainConfig& c, const std::string& device, int cpu_threads = 2);
 
 // Floating-point operations of a run's dense projections, forward and backward: 6 per multiply-add of

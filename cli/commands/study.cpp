@@ -130,7 +130,7 @@ void plan(const Args& a) {
                "on an H100 ({:.0f} TFLOPS), ~{:.0f} s at its fp32 peak ({:.0f})\n",
                flops / 1e15, flops / (vla::studies::kH100SgemmTflops * 1e12), vla::studies::kH100SgemmTflops,
                flops / (vla::studies::kH100Fp32PeakTflops * 1e12), vla::studies::kH100Fp32PeakTflops);
-    fmt::print("  cuda: {} runs, ~{:.0f} s at the rate measured with 16 runs at once on one H200 (more runs at once did not raise it)", gpu_runs,
+    fmt::print("  cuda: {} runs, ~{:.0f} s at the rate measured with 16 runs at once on one H100 (more runs at once did not raise it)", gpu_runs,
                gpu_s);
     // Concurrent runs spread over every visible GPU (gpu/train/trainer.hpp): two H100s took 600 s for
     // fig6-mqar-long-context's 96 runs, planned at ~1004 s for one.
