@@ -11,6 +11,7 @@
 #include "core/model/mixer.hpp"
 
 #include <string>
+#include <utility>
 
 namespace vla::model {
 
@@ -29,11 +30,17 @@ struct SeqResult {
   std::vector<double> S_fro, A_fro;  // (L) mean over heads of ||S_T||_F, ||A_T||_F at the last token
 };
 
+// What sees each block's mixer after its forward: nothing, or a callable on_mixer(l, const MixerCache<Rule>&)
+// (the heads' inputs and outputs of block l: analysis/model_head_streams.hpp reads them).
+struct NoMixerObserver {
+  template <class Cache> void operator()(int, const Cache&) const {}
+};
+
 // grads == nullptr: forward only (evaluation). loss_exact, when given, accumulates the CE sum in T.
-template <class T>
+template <class T, class OnMixer = NoMixerObserver>
 SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, const std::vector<int>& tokens,
                                     const std::vector<int>& targets, double loss_scale, Params<T>* grads,
-                                    T* loss_exact = nullptr) {
+                                    T* loss_exact = nullptr, OnMixer&& on_mixer = {}) {
   return with_rule<Precision<T>>(cfg.mixer, [&](const auto& rule) {
     using Rule = std::decay_t<decltype(rule)>;
     using std::exp;
@@ -52,6 +59,7 @@ SeqResult sequence_forward_backward(const ModelConfig& cfg, const Params<T>& p, 
       auto& b = bc[l];
       const Mat<T> H1 = layernorm_forward(X, p.at(l, LN1_G), p.at(l, LN1_B), b.ln1);
       X += mixer_forward<T>(rule, p, l, H, dh, H1, b.mix, cfg.mixer.next_latent);
+      on_mixer(l, std::as_const(b.mix));
       check(X, l, "mixer_output");
       if constexpr (Rule::recurrent) {  // the norms of the last state, from the tape
         double s = 0, a = 0;
