@@ -42,52 +42,56 @@ template <Passes P> __device__ __forceinline__ Tf32 operand(float x) {
   else return tf32_split(x);
 }
 
-// Shared tiles: A as [m][k] (row-major) or [k][m] (column-major), B as [k][n] or [n][k], so that every global
-// read is a float4 along the operand's contiguous index.
-template <MatrixLayout L> struct ATile {
-  static constexpr bool kRow = L == MatrixLayout::RowMajor;
-  float v[kRow ? BM : BK][kRow ? PadK : PadMN];
-  __device__ float at(int m, int k) const { return kRow ? v[m][k] : v[k][m]; }
+// An operand tile as it is stored: kOuter rows of kInner entries along the operand's contiguous index, in
+// shared memory with a row stride whose fragment reads hit 32 distinct banks (kInner + 4 for 32, + 8 for 64).
+// A is [m][k] (row-major) or [k][m] (column-major), B [k][n] or [n][k], so that every global read is a float4
+// along the contiguous index.
+template <int kOuter, int kInner> struct StoredTile {
+  static constexpr int kVecs = kInner / 4;  // float4 per row
+  float v[kOuter][kInner + (kInner == BK ? 4 : 8)];
+  // Float4 i (0..3) of this thread: the tile at (o0, i0) of a row-major (outer_n x inner_n) matrix; a float4
+  // past the matrix reads as zeros (both extents are multiples of 4, so a float4 is wholly in or out).
+  static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i) {
+    const int idx = threadIdx.x + kThreads * i, o = o0 + idx / kVecs, in = i0 + 4 * (idx % kVecs);
+    return o < outer_n && in < inner_n ? *reinterpret_cast<const float4*>(P + static_cast<long long>(o) * inner_n + in)
+                                       : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  __device__ void store(float4 x, int i) {
+    const int idx = threadIdx.x + kThreads * i;
+    *reinterpret_cast<float4*>(&v[idx / kVecs][4 * (idx % kVecs)]) = x;
+  }
 };
-template <MatrixLayout L> struct BTile {
+template <MatrixLayout L> struct ATile : StoredTile<L == MatrixLayout::RowMajor ? BM : BK, L == MatrixLayout::RowMajor ? BK : BM> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
-  float v[kRow ? BK : BN][kRow ? PadMN : PadK];
-  __device__ float at(int k, int n) const { return kRow ? v[k][n] : v[n][k]; }
+  __device__ float at(int m, int k) const { return kRow ? this->v[m][k] : this->v[k][m]; }
+  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i) {
+    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i) : ATile::StoredTile::fetch(A, K, M, k0, m0, i);
+  }
+};
+template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor ? BK : BN, L == MatrixLayout::RowMajor ? BN : BK> {
+  static constexpr bool kRow = L == MatrixLayout::RowMajor;
+  __device__ float at(int k, int n) const { return kRow ? this->v[k][n] : this->v[n][k]; }
+  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i) {
+    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i) : BTile::StoredTile::fetch(B, N, K, n0, k0, i);
+  }
 };
 
-// The A (M x K) and B (K x N) tiles at (m0, k0) and (k0, n0): 512 float4 each, 4 per thread; a float4 past
-// the matrix reads as zeros (M, N, K are multiples of 4, so a float4 is wholly in or out).
+// The A (M x K) and B (K x N) tiles at (m0, k0) and (k0, n0): 512 float4 each, 4 per thread, held in
+// registers from their global read to their shared store.
 template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
   float4 a[4], b[4];
   __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0) {
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int idx = threadIdx.x + kThreads * i;
-      if constexpr (LA == MatrixLayout::RowMajor) {
-        const int m = m0 + idx / 8, k = k0 + 4 * (idx % 8);
-        a[i] = m < M && k < K ? *reinterpret_cast<const float4*>(A + static_cast<long long>(m) * K + k) : zero;
-      } else {
-        const int k = k0 + idx / 16, m = m0 + 4 * (idx % 16);
-        a[i] = m < M && k < K ? *reinterpret_cast<const float4*>(A + static_cast<long long>(k) * M + m) : zero;
-      }
-      if constexpr (LB == MatrixLayout::RowMajor) {
-        const int k = k0 + idx / 16, n = n0 + 4 * (idx % 16);
-        b[i] = n < N && k < K ? *reinterpret_cast<const float4*>(B + static_cast<long long>(k) * N + n) : zero;
-      } else {
-        const int n = n0 + idx / 8, k = k0 + 4 * (idx % 8);
-        b[i] = n < N && k < K ? *reinterpret_cast<const float4*>(B + static_cast<long long>(n) * K + k) : zero;
-      }
+      a[i] = ATile<LA>::fetch(A, M, K, m0, k0, i);
+      b[i] = BTile<LB>::fetch(B, N, K, n0, k0, i);
     }
   }
   __device__ void store(ATile<LA>& as, BTile<LB>& bs) const {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int idx = threadIdx.x + kThreads * i;
-      if constexpr (LA == MatrixLayout::RowMajor) *reinterpret_cast<float4*>(&as.v[idx / 8][4 * (idx % 8)]) = a[i];
-      else *reinterpret_cast<float4*>(&as.v[idx / 16][4 * (idx % 16)]) = a[i];
-      if constexpr (LB == MatrixLayout::RowMajor) *reinterpret_cast<float4*>(&bs.v[idx / 16][4 * (idx % 16)]) = b[i];
-      else *reinterpret_cast<float4*>(&bs.v[idx / 8][4 * (idx % 8)]) = b[i];
+      as.store(a[i], i);
+      bs.store(b[i], i);
     }
   }
 };
@@ -194,6 +198,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
       }
 }
 
+__device__ __forceinline__ void add_to(float& s, float r) { s += r; }
+__device__ __forceinline__ void add_to(float4& s, const float4& r) { s.x += r.x; s.y += r.y; s.z += r.z; s.w += r.w; }
+
+// The slices' partial values at w[0], w[stride], ... added in slice order, 8 reads in flight at once (a split
+// dW has up to ~50 slices).
+template <class V> __device__ __forceinline__ V sum_slices(const V* w, long long stride, int splits) {
+  V s = w[0];
+  int z = 1;
+  for (; z + 8 <= splits; z += 8) {
+    V r[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) r[j] = w[(z + j) * stride];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) add_to(s, r[j]);
+  }
+  for (; z < splits; ++z) add_to(s, w[z * stride]);
+  return s;
+}
+
 // C = the slices' partial products added in slice order + beta C (+ bias), a float4 per thread; then, with
 // rsum, one thread per row m: rsum[m] += the slices' row sums in order.
 static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, int M, int N, int splits, float beta,
@@ -201,21 +224,7 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
   const long long mn4 = static_cast<long long>(M) * N / 4;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < mn4) {
-    const float4* w = reinterpret_cast<const float4*>(work) + i;
-    float4 s = w[0];
-    // 8 slices' reads in flight at once (a split dW has up to ~50 slices), added in slice order.
-    int z = 1;
-    for (; z + 8 <= splits; z += 8) {
-      float4 r[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) r[j] = w[(z + j) * mn4];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) { s.x += r[j].x; s.y += r[j].y; s.z += r[j].z; s.w += r[j].w; }
-    }
-    for (; z < splits; ++z) {
-      const float4 r = w[z * mn4];
-      s.x += r.x; s.y += r.y; s.z += r.z; s.w += r.w;
-    }
+    float4 s = sum_slices(reinterpret_cast<const float4*>(work) + i, mn4, splits);
     if (beta != 0.f) {
       const float4 c = reinterpret_cast<const float4*>(C)[i];
       s.x = fmaf(beta, c.x, s.x); s.y = fmaf(beta, c.y, s.y); s.z = fmaf(beta, c.z, s.z); s.w = fmaf(beta, c.w, s.w);
@@ -227,18 +236,7 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
     reinterpret_cast<float4*>(C)[i] = s;
   } else if (rsum && i < mn4 + M) {
     const int m = static_cast<int>(i - mn4);
-    const float* part = work + static_cast<long long>(splits) * M * N + m;
-    float s = part[0];
-    int z = 1;
-    for (; z + 8 <= splits; z += 8) {
-      float r[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) r[j] = part[static_cast<long long>(z + j) * M];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) s += r[j];
-    }
-    for (; z < splits; ++z) s += part[static_cast<long long>(z) * M];
-    rsum[m] += s;
+    rsum[m] += sum_slices(work + static_cast<long long>(splits) * M * N + m, M, splits);
   }
 }
 
