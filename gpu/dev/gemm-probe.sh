@@ -8,14 +8,25 @@
 set -u
 OUT=${OUT:-/tmp/gemm-out}; mkdir -p "$OUT"
 nvidia-smi -L
-xz -dc .device-carry/gemm/gemm_probe.xz > /tmp/gemm_probe && chmod +x /tmp/gemm_probe
+# PROBES="gemm_probe_base gemm_probe": several builds carried side by side (.device-carry/gemm/NAME.xz), their
+# `shapes` timings alternated in ROUNDS rounds (default 2) for an A/B in one call; memcheck and `streams` run the
+# last one only.
+PROBES=${PROBES:-gemm_probe}
+for p in $PROBES; do xz -dc ".device-carry/gemm/$p.xz" > "/tmp/$p" && chmod +x "/tmp/$p"; done
+last=${PROBES##* }
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/targets/x86_64-linux/lib; do
   [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-} && break
 done
 status=0
-compute-sanitizer --tool memcheck --error-exitcode 3 /tmp/gemm_probe shapes 2 1600 > "$OUT/memcheck.log" 2>&1 || status=$?
+compute-sanitizer --tool memcheck --error-exitcode 3 "/tmp/$last" shapes 2 1600 > "$OUT/memcheck.log" 2>&1 || status=$?
 tail -3 "$OUT/memcheck.log"
-/tmp/gemm_probe shapes "${REPS:-50}" 2>&1 | tee "$OUT/shapes.log"; s=${PIPESTATUS[0]}; [ "$s" = 0 ] || status=$s
-for r in ${STREAMS:-4 16}; do /tmp/gemm_probe streams "$r" 20 2>&1 | tee "$OUT/streams-$r.log"; done
+rounds=1; [ "$PROBES" != "$last" ] && rounds=${ROUNDS:-2}
+for r in $(seq "$rounds"); do
+  for p in $PROBES; do
+    echo "== $p, round $r"
+    "/tmp/$p" shapes "${REPS:-50}" 2>&1 | tee "$OUT/shapes-$p-$r.log"; s=${PIPESTATUS[0]}; [ "$s" = 0 ] || status=$s
+  done
+done
+for r in ${STREAMS:-4 16}; do "/tmp/$last" streams "$r" 20 2>&1 | tee "$OUT/streams-$r.log"; done
 echo "status $status"
 exit $status
