@@ -153,6 +153,25 @@ void run_trained(const ChunkedVlaArgs& a, const train::Checkpoint& ck, const Vla
   }
   fmt::print(stderr, "\n");
   print_table(opt, worst, a.chunks, T, ck.cfg.model.d_head, nullptr);
+  // How parallel the heads' penalty directions are: (V1)'s Gram reaches its bound 1 + ||A_c|| n / d only when a
+  // chunk's u_t are parallel (and along A_c's top eigenvector).
+  fmt::print("\npenalty directions, per head: mean |cos(u_t, u_s)| over the token pairs of each sequence, pooled over the sequences:\n");
+  for (int l = 0; l < ck.cfg.model.layers; ++l) {
+    std::vector<double> per_head;
+    for (int h = 0; h < ck.cfg.model.heads; ++h) {
+      double sum = 0;
+      long pairs = 0;
+      for (const auto& m : streams) {
+        if (m.layer != l || m.head != h) continue;
+        const Mat<double> dir = m.s.u.colwise().normalized();
+        const Mat<double> cos = (dir.transpose() * dir).cwiseAbs();  // (T, T)
+        sum += (cos.sum() - cos.trace()) / 2;
+        pairs += static_cast<long>(m.s.T) * (m.s.T - 1) / 2;
+      }
+      per_head.push_back(pairs > 0 ? sum / pairs : 0.0);
+    }
+    fmt::print("  layer {}: {:.3f}\n", l, fmt::join(per_head, ", "));
+  }
   const auto name = [](const analysis::ModelHeadStream* m) { return fmt::format("sequence {}, layer {}, head {}", m->sequence, m->layer, m->head); };
   fmt::print("\nevery column the worst over the {} head streams; at chunk {}: float error worst at {} ({:.2e}), cond(I+L) at {} ({:.3g})\n"
              "accuracy: ||O - O_mp50||_F / ||O_mp50||_F, every operation in that format (tf32 prod: double, each matrix product's "
