@@ -13,6 +13,8 @@ std::vector<ModelHeadStream> model_head_streams(const model::ModelConfig& cfg, c
                                                 const std::vector<std::vector<int>>& sequences) {
   const bool recurrent = with_rule<Precision<double>>(cfg.mixer, [](const auto& r) { return std::decay_t<decltype(r)>::recurrent; });
   if (!recurrent) throw std::invalid_argument(fmt::format("--mixer: {} has no recurrence, so no head streams", cfg.mixer.mixer));
+  // Aligned heads (core/model/next_latent.hpp) read each token's inputs shifted against the projections'.
+  if (cfg.mixer.next_latent) throw std::invalid_argument("--next-latent: a model trained aligned has no head streams here (its heads read shifted inputs)");
   std::vector<ModelHeadStream> out;
   for (std::size_t b = 0; b < sequences.size(); ++b) {
     const auto& tokens = sequences[b];

@@ -19,8 +19,8 @@ struct ModelHeadStream {
 };
 
 // Every (sequence, layer, head) of a recurrent mixer, sequence-major then layer then head. Throws
-// std::invalid_argument naming --mixer for softmax (no recurrence), and naming the sequence when it is empty,
-// longer than the positional table or holds a token outside the vocabulary.
+// std::invalid_argument naming --mixer for softmax (no recurrence), --next-latent for an aligned model, and
+// the sequence when it is empty, longer than the positional table or holds a token outside the vocabulary.
 std::vector<ModelHeadStream> model_head_streams(const model::ModelConfig& cfg, const model::Params<double>& p,
                                                 const std::vector<std::vector<int>>& sequences);
 

@@ -26,10 +26,10 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <stdexcept>
 #include <vector>
 
 namespace vla::cli {

@@ -96,6 +96,9 @@ TEST_CASE("model head streams: refusals name what is wrong", "[analysis]") {
   CHECK_THROWS_WITH(model_head_streams(c, p, {std::vector<int>(33, 1)}), Catch::Contains("--max-len"));
   CHECK_THROWS_WITH(model_head_streams(c, p, {{1, 128}}), Catch::Contains("outside the vocabulary"));
   CHECK_THROWS_WITH(model_head_streams(c, p, {{}}), Catch::Contains("sequence 0"));
+  c.mixer.next_latent = true;
+  CHECK_THROWS_WITH(model_head_streams(c, p, {{1, 2}}), Catch::Contains("--next-latent"));
+  c.mixer.next_latent = false;
   c.mixer.mixer = "softmax";
   CHECK_THROWS_WITH(model_head_streams(c, init_params<double>(c, 5), {{1, 2}}), Catch::Contains("--mixer: softmax"));
 }
