@@ -82,12 +82,17 @@ void plan(const Args& a) {
   }
   const vla::studies::RunStore store(o.store_root());
   std::map<std::string, vla::train::TrainConfig> distinct;
+  std::map<std::string, std::string> first_asker;  // run key -> the first study (in the order given) that asks for it
   std::size_t asked = 0;
+  std::vector<std::string> training_ids;  // the studies that train runs, in the order given
   for (const auto& id : ids) {
     const auto& s = vla::studies::find_study(id, "ID");
     if (!s.plan) continue;
+    training_ids.push_back(id);
     for (const auto& c : s.plan(o).runs) {
-      distinct.emplace(vla::studies::RunStore::key(c), c);
+      const std::string key = vla::studies::RunStore::key(c);
+      distinct.emplace(key, c);
+      first_asker.emplace(key, id);
       ++asked;
     }
   }
@@ -110,6 +115,7 @@ void plan(const Args& a) {
                                                 : (a.cpu_threads ? a.cpu_threads : 8);
   double gpu_s = 0, cpu_s = 0, steps = 0, flops = 0;
   int gpu_runs = 0, cpu_runs = 0, done = 0;
+  std::map<std::string, std::pair<int, double>> by_study;  // first asker -> runs to train, their estimated seconds
   for (const auto& [key, c] : distinct) {
     const bool gpu = a.opt.device == "cuda" && on_gpu(c);
     if (a.opt.device == "cuda" && !gpu && a.gpu_only) continue;
@@ -118,8 +124,12 @@ void plan(const Args& a) {
     if (finished) { ++done; continue; }
     steps += c.steps;
     flops += vla::studies::dense_flops(c);
-    if (gpu) { ++gpu_runs; gpu_s += vla::studies::estimated_seconds(c, "cuda"); }
-    else { ++cpu_runs; cpu_s += vla::studies::estimated_seconds(c, "cpu", cpu_threads); }
+    const double est = gpu ? vla::studies::estimated_seconds(c, "cuda") : vla::studies::estimated_seconds(c, "cpu", cpu_threads);
+    if (gpu) { ++gpu_runs; gpu_s += est; }
+    else { ++cpu_runs; cpu_s += est; }
+    auto& b = by_study[first_asker.at(key)];
+    ++b.first;
+    b.second += est;
   }
   fmt::print("{} runs asked for by {} studies, {} distinct, {} already finished in {}\n", asked, ids.size(), distinct.size(), done,
              o.store_root().string());
@@ -145,6 +155,15 @@ void plan(const Args& a) {
   fmt::print("  cpu: {} runs, ~{:.0f} s on {} threads per run ({}{})\n", cpu_runs, cpu_s / cpu_at_once, cpu_threads,
              cpu_at_once > 1 ? fmt::format("{} runs at a time", cpu_at_once) : "one run at a time",
              a.opt.device == "cuda" ? ", beside the GPU's" : "");
+  if (training_ids.size() > 1) {  // what each study adds, so that a plan can be cut study by study
+    fmt::print("  by study, in the order given (a run two studies share counts for the first; seconds as above, GPU and CPU "
+               "runs summed):\n");
+    for (const auto& id : training_ids) {
+      const auto it = by_study.find(id);
+      const std::pair<int, double> b = it == by_study.end() ? std::pair<int, double>{0, 0.0} : it->second;
+      fmt::print("    {:<28} {:>4} runs  ~{:.0f} s\n", id, b.first, b.second);
+    }
+  }
   fmt::print("(rough: studies/sweep.hpp estimated_seconds; the sweep prints the measured ETA)\n");
 }
 
