@@ -155,20 +155,15 @@ void run_trained(const ChunkedVlaArgs& a, const train::Checkpoint& ck, const Vla
   print_table(opt, worst, a.chunks, T, ck.cfg.model.d_head, nullptr);
   // How parallel the heads' penalty directions are: (V1)'s Gram reaches its bound 1 + ||A_c|| n / d only when a
   // chunk's u_t are parallel (and along A_c's top eigenvector).
-  fmt::print("\npenalty directions, per head: mean |cos(u_t, u_s)| over the token pairs of each sequence, pooled over the sequences:\n");
+  fmt::print("\npenalty directions, per head: mean |cos(u_t, u_s)| over the token pairs of a sequence, averaged over the sequences:\n");
   for (int l = 0; l < ck.cfg.model.layers; ++l) {
     std::vector<double> per_head;
     for (int h = 0; h < ck.cfg.model.heads; ++h) {
       double sum = 0;
-      long pairs = 0;
-      for (const auto& m : streams) {
-        if (m.layer != l || m.head != h) continue;
-        const Mat<double> dir = m.s.u.colwise().normalized();
-        const Mat<double> cos = (dir.transpose() * dir).cwiseAbs();  // (T, T)
-        sum += (cos.sum() - cos.trace()) / 2;
-        pairs += static_cast<long>(m.s.T) * (m.s.T - 1) / 2;
-      }
-      per_head.push_back(pairs > 0 ? sum / pairs : 0.0);
+      int n = 0;
+      for (const auto& m : streams)
+        if (m.layer == l && m.head == h && m.s.T >= 2) { sum += analysis::mean_abs_cosine(m.s.u); ++n; }
+      per_head.push_back(n > 0 ? sum / n : 0.0);
     }
     fmt::print("  layer {}: {:.3f}\n", l, fmt::join(per_head, ", "));
   }
