@@ -18,7 +18,6 @@ namespace vla::gpu::gemm {
 enum class Passes { Split3, Split3Chained, One };
 
 constexpr int BM = 64, BN = 64, BK = 32, kThreads = 128;
-constexpr int PadK = BK + 4, PadMN = BM + 8;  // row strides whose fragment reads hit 32 distinct banks
 constexpr int kTargetBlocks = 4 * 132;        // split-K aims at ~4 blocks per SM of an H100; a constant, not a
                                               // device query, so that the summation order is the shape's alone
 
