@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Trains the VLA models whose keys docs/chunkwise-vla.md's "Conditioning on trained keys" reads
+# Trains the VLA models whose heads docs/chunkwise-vla.md's "On a trained model's inputs" reads
 # (`vla bench chunked-vla --checkpoint`), concurrently on one GPU, and brings back their folders
-# (checkpoint.bin, summary.json, log.csv) as $OUT/trained-models.tgz:
+# (checkpoint.bin, summary.json, log.csv) as $OUT/trained-models.tgz, in parts of 9 MB when larger (the
+# device tool's limit per file; `cat trained-models.tgz.part-* | tar -xz` puts them together):
 #   mqar-n8:      MQAR n = 8 (T = 25), lr 1e-3, 10000 steps, seeds 0 and 1 (the recipe study's cell where
 #                 every VLA seed leaves the plateau);
 #   mqar-n8-t256: MQAR n = 8 with 231 filler tokens (--seq-len 256), lr 1e-3, 10000 steps, seed 0;
@@ -33,5 +34,9 @@ run mqar-n8-t256 --pairs 8 --seq-len 256 --seed 0 &
 run mqar-n32 --pairs 32 --seed 0 &
 wait
 step "done"
-tar -czf "$OUT/trained-models.tgz" -C $W . && ls -la "$OUT"
+tar -czf "$OUT/trained-models.tgz" -C $W . || status=1
+if [ "$(stat -c %s "$OUT/trained-models.tgz")" -gt 15000000 ]; then
+  split -b 9M "$OUT/trained-models.tgz" "$OUT/trained-models.tgz.part-" && rm "$OUT/trained-models.tgz"
+fi
+ls -la "$OUT"
 exit $status
