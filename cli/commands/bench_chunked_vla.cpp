@@ -181,7 +181,7 @@ void run(const ChunkedVlaArgs& a, const CLI::App& sc) {
   for (int c : a.chunks)
     if (c < 1) throw std::invalid_argument(fmt::format("--chunks: each chunk size must be >= 1, got {}", c));
   if (a.checkpoint.empty()) return run_random(a, VlaRule<Precision<double>>::from_config(a.cfg).options());
-  const train::Checkpoint ck = train::read_checkpoint(a.checkpoint);
+  const train::Checkpoint ck = train::read_checkpoint(a.checkpoint, "--checkpoint");
   const auto& variants = VlaOptions::kVariants;
   if (std::find(variants.begin(), variants.end(), ck.cfg.model.mixer.mixer) == variants.end())
     throw std::invalid_argument(fmt::format("--checkpoint: '{}' trained mixer '{}'; the chunked VLA reads a VLA variant's heads ({})", a.checkpoint,

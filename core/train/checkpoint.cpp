@@ -272,12 +272,12 @@ Checkpoint decode_checkpoint(std::string_view bytes, const std::string& source) 
   return c;
 }
 
-Checkpoint read_checkpoint(const std::filesystem::path& path) {
+Checkpoint read_checkpoint(const std::filesystem::path& path, std::string_view flag) {
   const std::string quoted = io::escape_bytes(path.string(), 4096);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw std::invalid_argument(fmt::format("--resume: no checkpoint at '{}'", quoted));
+  if (!std::filesystem::is_regular_file(path, ec)) throw std::invalid_argument(fmt::format("{}: no checkpoint at '{}'", flag, quoted));
   std::ifstream in(path, std::ios::binary);
-  const std::string source = fmt::format("--resume: '{}'", quoted);
+  const std::string source = fmt::format("{}: '{}'", flag, quoted);
   if (!in) throw std::invalid_argument(fmt::format("{}: cannot open for reading", source));
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw std::invalid_argument(fmt::format("{}: read error", source));

@@ -45,9 +45,9 @@ std::string encode_checkpoint(const Checkpoint& c);
 Checkpoint decode_checkpoint(std::string_view bytes, const std::string& source);
 
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& c);
-// The whole checkpoint. Throws std::invalid_argument naming --resume and the file if path is missing
-// or the file is refused (above).
-Checkpoint read_checkpoint(const std::filesystem::path& path);
+// The whole checkpoint. Throws std::invalid_argument naming `flag` (the option that named the file) and the
+// file if path is missing or the file is refused (above).
+Checkpoint read_checkpoint(const std::filesystem::path& path, std::string_view flag = "--resume");
 // The config and the device, after the same checks as read_checkpoint (step, log and tensors left empty).
 Checkpoint read_checkpoint_header(const std::filesystem::path& path);
 

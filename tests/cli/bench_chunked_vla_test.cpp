@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <sstream>
 
 using namespace vla;
@@ -68,6 +69,16 @@ TEST_CASE("vla bench chunked-vla --checkpoint: a trained model's heads, its sett
   CHECK(dn.exit_code != 0);
   CHECK(dn.output.find("--checkpoint") != std::string::npos);
   CHECK(dn.output.find("deltanet") != std::string::npos);
+  // A damaged checkpoint (one byte changed: its checksum fails) is refused naming this command's flag.
+  {
+    std::string bytes = read_file(dir.path / "vla/checkpoint.bin");
+    bytes[bytes.size() / 2] ^= 0x5a;
+    std::ofstream(dir / "bad.bin", std::ios::binary) << bytes;
+  }
+  const auto bad = run_command(fmt::format("{} bench chunked-vla --checkpoint {}", kVla, dir / "bad.bin"));
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("--checkpoint: '") != std::string::npos);
+  CHECK(bad.output.find("--resume") == std::string::npos);
   const auto mixer = run_command(fmt::format("{} bench chunked-vla --checkpoint {} --mixer vla-v2", kVla, ckpt));
   CHECK(mixer.exit_code != 0);
   CHECK(mixer.output.find("--mixer") != std::string::npos);
