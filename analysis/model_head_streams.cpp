@@ -43,14 +43,4 @@ std::vector<ModelHeadStream> model_head_streams(const model::ModelConfig& cfg, c
   return out;
 }
 
-double mean_abs_cosine(const Mat<double>& X) {
-  const Eigen::Index T = X.cols();
-  if (T < 2) throw std::invalid_argument(fmt::format("mean_abs_cosine: needs at least 2 columns, got {}", T));
-  Mat<double> dir = X;
-  for (Eigen::Index t = 0; t < T; ++t)
-    if (const double n = X.col(t).norm(); n > 0) dir.col(t) /= n;
-  const Mat<double> cos = (dir.transpose() * dir).cwiseAbs();  // (T, T), the diagonal 1 (or 0 for a zero column)
-  return (cos.sum() - cos.trace()) / (static_cast<double>(T) * static_cast<double>(T - 1));
-}
-
 }  // namespace vla::analysis

@@ -24,9 +24,4 @@ struct ModelHeadStream {
 std::vector<ModelHeadStream> model_head_streams(const model::ModelConfig& cfg, const model::Params<double>& p,
                                                 const std::vector<std::vector<int>>& sequences);
 
-// How parallel a stream's directions are: the mean of |cos(x_t, x_s)| over the pairs t < s of the columns of
-// X (d x T, T >= 2): 1 when every column is parallel, ~sqrt(2 / (pi d)) for independent isotropic directions
-// (0.14 at d = 32). A zero column counts as orthogonal to every other.
-double mean_abs_cosine(const Mat<double>& X);
-
 }  // namespace vla::analysis

@@ -11,6 +11,7 @@
 //               (a CPU reference's cost, not the GPU kernel's: the chunked form's point is its parallel depth).
 #include "analysis/chunked_exactness.hpp"
 #include "analysis/head_stream.hpp"
+#include "analysis/direction_spread.hpp"
 #include "analysis/model_head_streams.hpp"
 #include "cli/list_option.hpp"
 #include "cli/median_time.hpp"
@@ -155,17 +156,22 @@ void run_trained(const ChunkedVlaArgs& a, const train::Checkpoint& ck, const Vla
   print_table(opt, worst, a.chunks, T, ck.cfg.model.d_head, nullptr);
   // How parallel the heads' penalty directions are: (V1)'s Gram reaches its bound 1 + ||A_c|| n / d only when a
   // chunk's u_t are parallel (and along A_c's top eigenvector).
-  fmt::print("\npenalty directions, per head: mean |cos(u_t, u_s)| over the token pairs of a sequence, averaged over the sequences:\n");
+  fmt::print("\npenalty directions u_t, per head: mean |cos(u_t, u_s)| over the token pairs of a sequence / their participation "
+             "ratio (directions spanned, of d_h = {}), each averaged over the sequences:\n", ck.cfg.model.d_head);
   for (int l = 0; l < ck.cfg.model.layers; ++l) {
-    std::vector<double> per_head;
+    std::vector<std::string> per_head;
     for (int h = 0; h < ck.cfg.model.heads; ++h) {
-      double sum = 0;
+      double cos = 0, pr = 0;
       int n = 0;
       for (const auto& m : streams)
-        if (m.layer == l && m.head == h && m.s.T >= 2) { sum += analysis::mean_abs_cosine(m.s.u); ++n; }
-      per_head.push_back(n > 0 ? sum / n : 0.0);
+        if (m.layer == l && m.head == h && m.s.T >= 2) {
+          cos += analysis::mean_abs_cosine(m.s.u);
+          pr += analysis::participation_ratio(m.s.u);
+          ++n;
+        }
+      per_head.push_back(n > 0 ? fmt::format("{:.3f} / {:.2f}", cos / n, pr / n) : std::string("-"));
     }
-    fmt::print("  layer {}: {:.3f}\n", l, fmt::join(per_head, ", "));
+    fmt::print("  layer {}: {}\n", l, fmt::join(per_head, ", "));
   }
   const auto name = [](const analysis::ModelHeadStream* m) { return fmt::format("sequence {}, layer {}, head {}", m->sequence, m->layer, m->head); };
   fmt::print("\nevery column the worst over the {} head streams; at chunk {}: float error worst at {} ({:.2e}), cond(I+L) at {} ({:.3g})\n"

@@ -102,18 +102,3 @@ TEST_CASE("model head streams: refusals name what is wrong", "[analysis]") {
   c.mixer.mixer = "softmax";
   CHECK_THROWS_WITH(model_head_streams(c, init_params<double>(c, 5), {{1, 2}}), Catch::Contains("--mixer: softmax"));
 }
-
-TEST_CASE("mean_abs_cosine: 1 for parallel directions, 0 for orthogonal ones, the isotropic mean for random ones", "[analysis]") {
-  // Sign and length must not matter (|cos| of directions), and the diagonal must not count: a wrong
-  // normalisation would read parallel columns as < 1 or random ones near 1.
-  Mat<double> par(3, 4);
-  par << 1, -2, 0.5, 3, 2, -4, 1, 6, -1, 2, -0.5, -3;
-  CHECK(mean_abs_cosine(par) == Approx(1.0).epsilon(1e-15));
-  CHECK(mean_abs_cosine(Mat<double>::Identity(5, 5)) == 0.0);
-  std::mt19937_64 g(3);
-  std::normal_distribution<double> n;
-  const Mat<double> R = Mat<double>::NullaryExpr(32, 400, [&] { return n(g); });
-  // E|cos| of two independent isotropic directions in d = 32: Gamma(16) / (sqrt(pi) Gamma(16.5)) = 0.1422.
-  CHECK(mean_abs_cosine(R) == Approx(0.1422).margin(0.005));
-  CHECK_THROWS_WITH(mean_abs_cosine(Mat<double>::Ones(3, 1)), Catch::Contains("at least 2 columns"));
-}

@@ -47,7 +47,7 @@ TEST_CASE("vla bench chunked-vla --checkpoint: a trained model's heads, its sett
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("2 sequences (seed 42) x 2 layers x 2 heads, d_h = 8, refresh period 20") != std::string::npos);
   CHECK(r.output.find("worst over the 8 head streams") != std::string::npos);
-  CHECK(r.output.find("penalty directions, per head") != std::string::npos);
+  CHECK(r.output.find("penalty directions u_t, per head") != std::string::npos);
   CHECK(r.output.find("layer 1: ") != std::string::npos);
   auto rows = double_errors(r.output);
   REQUIRE(rows.size() == 2);
