@@ -131,8 +131,16 @@ void run_random(const ChunkedVlaArgs& a, const VlaOptions& opt) {
 // measured as above, the table their worst; the streams that set the worst float error and cond(I + L) named.
 void run_trained(const ChunkedVlaArgs& a, const train::Checkpoint& ck, const VlaOptions& opt, bool t_given) {
   train::TaskConfig task = ck.cfg.task;
-  if (t_given) task.seq_len = a.T;  // MQAR with filler (or copy) at this length
-  task.validate();
+  if (t_given) {  // MQAR with filler (or copy) at this length, within the model's positional table
+    task.seq_len = a.T;
+    try {
+      task.validate();
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--T: {} tokens do not make a sequence of the model's task ({})", a.T, e.what()));
+    }
+    if (a.T > ck.cfg.model.max_len)
+      throw std::invalid_argument(fmt::format("--T: {} tokens; the model's positional table has {} rows (its --max-len)", a.T, ck.cfg.model.max_len));
+  }
   const train::Batch batch = train::make_batch(task, a.sequences, a.seed);
   const auto streams = analysis::model_head_streams(ck.cfg.model, ck.p.cast<double>(), batch.tokens);
   const int T = task.length();

@@ -79,6 +79,14 @@ TEST_CASE("vla bench chunked-vla --checkpoint: a trained model's heads, its sett
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("--checkpoint: '") != std::string::npos);
   CHECK(bad.output.find("--resume") == std::string::npos);
+  // --T with --checkpoint is the sequences' length: refused, naming --T, below the task's minimum or past the
+  // model's positional table.
+  for (const char* T : {"10", "300"}) {
+    const auto r_t = run_command(fmt::format("{} bench chunked-vla --checkpoint {} --T {}", kVla, ckpt, T));
+    INFO(r_t.output);
+    CHECK(r_t.exit_code != 0);
+    CHECK(r_t.output.find(fmt::format("--T: {} tokens", T)) != std::string::npos);
+  }
   const auto mixer = run_command(fmt::format("{} bench chunked-vla --checkpoint {} --mixer vla-v2", kVla, ckpt));
   CHECK(mixer.exit_code != 0);
   CHECK(mixer.output.find("--mixer") != std::string::npos);
