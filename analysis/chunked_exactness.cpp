@@ -183,6 +183,13 @@ PenaltyChainExactness penalty_chain_exactness_mp50(const VlaOptions& opt, const 
   return r;
 }
 
+double vla_gram_bound(const VlaOptions& opt, int T, int d, int chunk) {
+  const int period = opt.penalty.refresh_period;
+  const int n = std::min(period > 0 ? std::min(chunk, period) : chunk, T);
+  const int refreshes = period > 0 ? T / period : 0;
+  return 1 + (1 / opt.penalty.lambda0 + refreshes * opt.penalty.refresh_eta) * n / d;
+}
+
 VlaChunkConditioning vla_chunk_conditioning(const VlaOptions& opt, const HeadStream& s, int chunk) {
   auto rows = [](const Mat<double>& m) { return Mat<double>(m.transpose()); };
   VlaChunkConditioning c;

@@ -77,5 +77,9 @@ struct VlaChunkConditioning {
   double solve_inv_norm_max = 0;               // max ||(I + L)^{-1}||_2
 };
 VlaChunkConditioning vla_chunk_conditioning(const VlaOptions& opt, const HeadStream& s, int chunk);
+// (V1)'s a-priori bound on lambda_max(G), hence on cond(G) (lambda_min >= 1), over T tokens of width d in chunks of
+// `chunk`: 1 + ||A_c|| n / d with n the longest chunk (the refresh cuts chunks at its period) and
+// ||A_c|| <= 1 / lambda0 + m eta after the m refreshes of T tokens (docs/chunkwise-vla.md, "Conditioning").
+double vla_gram_bound(const VlaOptions& opt, int T, int d, int chunk);
 
 }  // namespace vla::analysis

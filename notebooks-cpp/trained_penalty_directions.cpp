@@ -101,7 +101,6 @@ int main() {
   std::vector<analysis::ModelHeadStream> last;
   for (int step : snapshots) {
     train::RunOptions ro;
-    ro.threads = 0;
     ro.stop_after = step;
     const train::TrainResult res = step == 0 ? train::train(cfg, run, ro) : train::resume(run, ro);
     last = analysis::model_head_streams(cfg.model, res.params.cast<double>(), sequences);
@@ -142,8 +141,7 @@ int main() {
   for (const auto& m : last) trained.push_back(m.s);
   std::vector<analysis::HeadStream> random;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) random.push_back(analysis::random_head_stream(d, T, seed));
-  const int n = std::min({C, T, opt.penalty.refresh_period});
-  const double bound = 1 + (1 / opt.penalty.lambda0) * n / d;
+  const double bound = analysis::vla_gram_bound(opt, T, d, C);
   nb::markdown(fmt::format("| inputs (T = {}, d_h = {}, C = {}) | cond G (bound {:.3f}) | cond(I + L_S) | float error, chunked | float error, recurrence |", T, d, C, bound));
   nb::markdown("| --- | --- | --- | --- | --- |");
   for (const auto& [name, streams] : {std::pair{std::string("trained, last snapshot"), &trained}, std::pair{std::string("random protocol, 8 seeds"), &random}}) {

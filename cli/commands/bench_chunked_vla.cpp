@@ -102,10 +102,7 @@ void print_table(const VlaOptions& opt, const std::vector<FormRow>& r, const std
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const int c = chunks[i];
     const FormRow& f = r[i + 1];
-    // (V1)'s a-priori bound at the largest chunk: lambda_max(G) <= 1 + ||A_c|| n / d, ||A_c|| <= 1/lambda0 + m eta.
-    const int n = opt.penalty.refresh_period > 0 ? std::min(c, opt.penalty.refresh_period) : c;
-    const int refreshes = opt.penalty.refresh_period > 0 ? T / opt.penalty.refresh_period : 0;
-    const double bound = 1 + (1 / opt.penalty.lambda0 + refreshes * opt.penalty.refresh_eta) * n / d_head;
+    const double bound = analysis::vla_gram_bound(opt, T, d_head, c);
     fmt::print("{:>7} | {:>9.2e} {:>9.2e} {:>9.2e} {:>9.2e} | {:>7} {:>8.4f} {:>8.3f} {:>9.3f} {:>11.3g} | {:>9} {:>9} {:>6}\n", c, f.err_d,
                f.err_f, f.err_b, f.err_tf32, f.cond.chunks, f.cond.gram_eig_min, f.cond.gram_cond_max, bound, f.cond.solve_cond_max,
                us(i + 1), us(0), times ? fmt::format("{:.2f}", (*times)[i + 1] / (*times)[0]) : std::string("-"));
