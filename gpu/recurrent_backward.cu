@@ -13,6 +13,9 @@
 //    slots, and the reverse steps read them back. Every state is the forward's own rounding, the
 //    cost is two forward passes plus the reverse, and the scratch is O(T/CH + CH) states per
 //    sequence (CH = 32: at d = 64 the chunk scratch is 1 MB per block, L2-resident on an H100).
+//    The re-run also leaves each step's quantities that cost walks and block sums (z, alpha_hat, e and
+//    four norms; Slots::values), so the reverse step reads them rather than computing them again from
+//    the same state: the same bits, three block sums and a three-vector walk fewer per reverse step.
 //    `two_passes` below is this schedule, once for the three rules; each rule gives it a forward step
 //    and a reverse step. Where the forward kernel has just run over the same inputs, it can write the
 //    checkpoints itself (x.checkpoints, gpu/recurrent_forward.hpp) and the first forward pass is skipped.
@@ -206,7 +209,8 @@ template <int D> struct AColumn<D, AHome::Regs> {
 // reverse pass issues step t-1's loads at the top of step t and they land while step t computes (one
 // L2 round trip per step, overlapped, instead of 2d dependent ones). Where they do not fit (VLA at
 // d = 128: 257 registers, and A already takes 128), `commit` loads the slot itself.
-template <int D, bool WITH_A, bool A_REGS = false> struct State {
+// V > 0: a re-run step's V step values (Slots::values) travel with its slot, into `v` at commit.
+template <int D, bool WITH_A, bool A_REGS = false, int V = 0> struct State {
   static constexpr AHome kA = !WITH_A ? AHome::None : A_REGS ? AHome::Regs : AHome::Shared;
   static constexpr int kSlotFloats = WITH_A ? 2 * D + 1 : D + 1;  // per thread
   static constexpr bool kPrefetch = kSlotFloats <= 2 * 64 + 1;
@@ -217,6 +221,9 @@ template <int D, bool WITH_A, bool A_REGS = false> struct State {
   float zs = 0.f;
   float r[kPrefetch ? kSlotFloats : 1];
   const float* pending = nullptr;
+  float v[V > 0 ? V : 1];   // the committed step's values
+  float rv[kPrefetch && V > 0 ? V : 1];
+  const float* pending_v = nullptr;
 
   __device__ void init(float a_diag) {  // S_0 = 0, A_0 = a_diag I, zs_0 = 0 (line 4)
     for (int c = 0; c < D; ++c) S[c * Smem<D>::LD + threadIdx.x] = 0.f;
@@ -229,7 +236,8 @@ template <int D, bool WITH_A, bool A_REGS = false> struct State {
     A.save(slot + D * D);
     slot[2 * D * D + j] = zs;
   }
-  __device__ void fetch(const float* slot) {
+  // values: the step's values (V of them), or null (a checkpoint: no reverse step reads them).
+  __device__ void fetch(const float* slot, const float* values = nullptr) {
     const int j = threadIdx.x;
     if constexpr (kPrefetch) {
 #pragma unroll
@@ -238,9 +246,14 @@ template <int D, bool WITH_A, bool A_REGS = false> struct State {
         if constexpr (WITH_A) r[D + c] = slot[D * D + c * D + j];
       }
       r[kSlotFloats - 1] = slot[2 * D * D + j];
+      if constexpr (V > 0)
+        if (values)
+#pragma unroll
+          for (int i = 0; i < V; ++i) rv[i] = values[i * D + j];
     } else {
       pending = slot;
     }
+    pending_v = values;
   }
   // Writes the fetched slot into the state; the caller has made sure no thread still reads S.
   __device__ void commit() {
@@ -252,6 +265,10 @@ template <int D, bool WITH_A, bool A_REGS = false> struct State {
         if constexpr (WITH_A) A.set(c, r[D + c]);
       }
       zs = r[kSlotFloats - 1];
+      if constexpr (V > 0)
+        if (pending_v)
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[i] = rv[i];
     } else {
       A.load(pending + D * D);
       constexpr int B = 32;  // S in batches of 32 loads in flight, then 32 shared stores
@@ -264,6 +281,10 @@ template <int D, bool WITH_A, bool A_REGS = false> struct State {
         for (int c = 0; c < B; ++c) S[(c0 + c) * Smem<D>::LD + j] = b[c];
       }
       zs = pending[2 * D * D + j];
+      if constexpr (V > 0)
+        if (pending_v)
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[i] = pending_v[i * D + j];
     }
   }
 };
@@ -287,25 +308,39 @@ template <RecurrentKind K, int D> struct TokenReader {
   }
 };
 
-// Sequence `seq`'s workspace: one checkpoint slot per chunk, then CH scratch slots.
-// The layout is backward_checkpoint_offset's (gpu/recurrent_forward.hpp), which the forward kernel
-// writes checkpoints by.
+// Sequence `seq`'s workspace: one checkpoint slot per chunk, then CH scratch slots, and CH steps of step
+// values (recurrent_backward_workspace_floats). The slots' layout is backward_checkpoint_offset's
+// (gpu/recurrent_forward.hpp), which the forward kernel writes checkpoints by.
 template <int D> struct Slots {
   static constexpr int CH = kBackwardChunk;
-  static constexpr long long SLOT = backward_slot_floats(D);
+  static constexpr long long SLOT = backward_slot_floats(D), VALUES = backward_step_values_floats(D);
   float* ck;
   float* scratch;
-  __device__ Slots(float* ws, long long seq, int T) {
+  float* vals;
+  // Sequence seq of seqs, its step values after every sequence's slots.
+  __device__ Slots(float* ws, long long seq, long long seqs, int T) {
     ck = ws + backward_checkpoint_offset(seq, T, D, 0);
     scratch = ck + (T + CH - 1) / CH * SLOT;
+    vals = ws + backward_checkpoint_offset(seqs, T, D, 0) + seq * CH * VALUES;
   }
-  __device__ Slots(float* ws, long long seq, int T, float* own_scratch) : Slots(ws, seq, T) { scratch = own_scratch; }
+  // A group walk's own scratch (group_scratch_floats): CH slots, then CH steps of values.
+  __device__ Slots(float* ws, long long seq, int T, float* own_scratch) {
+    ck = ws + backward_checkpoint_offset(seq, T, D, 0);
+    scratch = own_scratch;
+    vals = own_scratch + CH * SLOT;
+  }
   __device__ float* checkpoint(int c) const { return ck + c * SLOT; }
   __device__ float* step(int i) const { return scratch + i * SLOT; }
+  __device__ float* values(int i) const { return vals + i * VALUES; }
 };
+// A group walk's scratch: CH state slots and CH steps of values.
+__host__ __device__ constexpr long long group_scratch_floats(int d) {
+  return kBackwardChunk * (backward_slot_floats(d) + backward_step_values_floats(d));
+}
 
 // The recompute-from-checkpoints schedule (file comment), shared by the three rules.
-//   fwd(t, tok): step t of the forward, st holding the state before it, updated in place to after it;
+//   fwd(t, tok, values): step t of the forward, st holding the state before it, updated in place to after
+//     it; values: where to leave the step's values for its reverse step (a re-run chunk), or null;
 //   rev(t, tok): step t of the reverse, st holding the state before step t (it must not change it).
 // Over the chunks [c0, c1) (the whole sequence, or one group of the group-parallel backward): pass 1 saves
 // the state before every CH-th step, from the initial state, or (`from_start`) from the checkpoint of
@@ -328,7 +363,7 @@ __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bo
       if (t + 1 < t1) nx = read(t + 1, false);
       if (!checkpoints) st.save(ws.step(t - t0));
       else if (t % CH == 0) st.save(ws.checkpoint(t / CH));
-      fwd(t, cur);
+      fwd(t, cur, checkpoints ? nullptr : ws.values(t - t0));
     }
   };
   auto load = [&](int c) {  // the state before chunk c's first step, A symmetrised (see above)
@@ -347,14 +382,14 @@ __device__ __forceinline__ void two_passes(int T, int c0, int c1, bool given, bo
     const int t0 = c * CH, t1 = min(T, t0 + CH);
     load(c);
     forward(t0, t1, false);
-    st.fetch(ws.step(t1 - 1 - t0));
+    st.fetch(ws.step(t1 - 1 - t0), ws.values(t1 - 1 - t0));
     Tok nx = read(t1 - 1, true);
     for (int t = t1 - 1; t >= t0; --t) {
       const Tok cur = nx;
       block_sync<D>();  // the previous reverse step's readers of S are done
       st.commit();      // the state before step t
       if (t > t0) {     // step t-1's, in flight during step t
-        st.fetch(ws.step(t - 1 - t0));
+        st.fetch(ws.step(t - 1 - t0), ws.values(t - 1 - t0));
         nx = read(t - 1, true);
       }
       rev(t, cur);
@@ -430,6 +465,17 @@ template <int D, Walk W> struct VlaSmem {
   static constexpr int FLOATS = MATS * Smem<D>::MAT + VECS * D + BlockSum<D>::FLOATS;
 };
 
+// k_hat and u from phi(k), u_raw and their norms (lines 9, 10).
+template <int D> __device__ __forceinline__ void unit_inputs(StepVals& s, const Tok& in, const RecurrentParams& prm) {
+  s.kh = !prm.normalise_key || s.nk == 0.f ? s.kf : s.kf / s.nk;      // line 9
+  s.uu = s.nu == 0.f ? 0.f : in.u * (rsqrtf(float(D)) / s.nu);         // line 10
+}
+// The clamped denominator (line 13: NaN -> eps, as the CPU rule) and the refresh (line 16) of step t.
+__device__ __forceinline__ void clamp_and_refresh(StepVals& s, int t, const RecurrentParams& prm) {
+  s.dc = s.delta >= prm.eps ? s.delta : prm.eps;
+  s.eta = (prm.refresh_period > 0 && (t + 1) % prm.refresh_period == 0) ? prm.refresh_eta : 0.f;
+}
+
 template <int D, class St>
 __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, float* sh_kh, float* sh_uu, float* sh_z,
                                             float* sh_ah, float* sh_e, BlockSum<D>& sums,
@@ -441,8 +487,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   sums(r1);  // also the step's opening barrier: every earlier reader of sh_* is done
   s.nk = sqrtf(r1[0]);
   s.nu = sqrtf(r1[1]);
-  s.kh = !prm.normalise_key || s.nk == 0.f ? s.kf : s.kf / s.nk;      // line 9
-  s.uu = s.nu == 0.f ? 0.f : in.u * (rsqrtf(float(D)) / s.nu);         // line 10
+  unit_inputs<D>(s, in, prm);
   sh_kh[j] = s.kh;
   sh_uu[j] = s.uu;
   block_sync<D>();
@@ -460,8 +505,7 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   float r2[2] = {s.uu * s.z, s.z * s.kh};
   sums(r2);
   s.delta = 1.f + r2[0];                                               // line 12
-  s.dc = s.delta >= prm.eps ? s.delta : prm.eps;                      // line 13 (NaN -> eps, as the CPU rule)
-  s.eta = (prm.refresh_period > 0 && (t + 1) % prm.refresh_period == 0) ? prm.refresh_eta : 0.f;  // line 16
+  clamp_and_refresh(s, t, prm);
   const float al = Akh - s.z * (r2[1] / s.dc) + s.eta * s.kh;         // alpha = A_t k_hat (lines 14, 16, 19)
   s.e = in.v - Skh;                                                    // line 21
   float r3[1] = {al * al};
@@ -471,6 +515,41 @@ __device__ __forceinline__ StepVals prelude(int t, const Tok& in, const St& st, 
   sh_ah[j] = s.ah;
   sh_e[j] = s.e;
   block_sync<D>();
+  return s;
+}
+
+// The step values a re-run step leaves for its reverse step (Slots::values): what prelude computes with
+// walks and block sums. The rest of StepVals follows from them and the inputs by prelude's own formulas.
+__device__ __forceinline__ void save_step_values(float* dst, const StepVals& s, int d) {
+  const int j = threadIdx.x;
+  const float v[kBackwardStepValues] = {s.z, s.ah, s.e, s.nk, s.nu, s.delta, s.na};
+#pragma unroll
+  for (int i = 0; i < kBackwardStepValues; ++i) dst[i * d + j] = v[i];
+}
+// prelude's StepVals, bitwise, from the values its re-run saved, publishing the same vectors. No barrier:
+// the caller's next one publishes them (the reverse step's state commit was preceded by one, so every
+// earlier reader of sh_* is done).
+template <int D>
+__device__ __forceinline__ StepVals recalled_prelude(int t, const Tok& in, const float (&v)[kBackwardStepValues], float* sh_kh,
+                                                     float* sh_uu, float* sh_z, float* sh_ah, float* sh_e,
+                                                     const RecurrentParams& prm) {
+  const int j = threadIdx.x;
+  StepVals s;
+  s.kf = elu_plus_one(in.k);
+  s.z = v[0];
+  s.ah = v[1];
+  s.e = v[2];
+  s.nk = v[3];
+  s.nu = v[4];
+  s.delta = v[5];
+  s.na = v[6];
+  unit_inputs<D>(s, in, prm);
+  clamp_and_refresh(s, t, prm);
+  sh_kh[j] = s.kh;
+  sh_uu[j] = s.uu;
+  sh_z[j] = s.z;
+  sh_ah[j] = s.ah;
+  sh_e[j] = s.e;
   return s;
 }
 
@@ -497,7 +576,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   const int grp = W == Walk::Sequence ? 0 : int(blockIdx.x % ga.groups);
   const long long slot = seq * ga.groups + grp;  // the group's buffers (GroupArgs)
   constexpr long long kCarry = 2LL * D * D + D;
-  State<D, true, kARegs> st;
+  State<D, true, kARegs, kBackwardStepValues> st;
   constexpr int AU = decltype(st)::AType::kUnroll;
   constexpr bool kFuseA = decltype(st)::kFuseA;
   st.S = dA + MAT;
@@ -514,8 +593,9 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   float dzs = W == Walk::B2 || W == Walk::B3 ? cin[2 * D * D + j] : 0.f;
   block_sync<D>();
 
-  auto fwd = [&](int t, const Tok& in) {  // lines 8-22, 25
+  auto fwd = [&](int t, const Tok& in, float* values) {  // lines 8-22, 25
     const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
+    if (values) save_step_values(values, s, D);
     // A -= z z^T / dc with the product z_c z_j formed first (the same number for (c, j) and (j, c): A stays
     // symmetric to the bit), A += eta I on refresh steps (lines 14, 16); S += e ah^T (line 22).
     const float inv_dc = 1.f / s.dc;
@@ -542,7 +622,7 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   };
   auto rev = [&](int t, const Tok& in) {
     const long long o = (seq * x.T + t) * D + j;
-    const StepVals s = prelude<D>(t, in, st, sh_kh, sh_uu, sh_z, sh_ah, sh_e, sums, prm);
+    const StepVals s = recalled_prelude<D>(t, in, st.v, sh_kh, sh_uu, sh_z, sh_ah, sh_e, prm);
     const float dq = read_adjoint<D>(in.q, in.dout, st.zs + s.kf, 1.f, s.ah, s.e, st.S, dS, sh_qf, sh_g, sums, prm.eps, dzs);
     if constexpr (kWrite) g.dq[o] = dq;
     float dkf = dzs;                                                 // line 25
@@ -609,11 +689,11 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
   const TokenReader<RecurrentKind::Vla, D> read{x, g.dout, seq};
   if constexpr (W == Walk::Sequence) {
     two_passes<D>(x.T, 0, (x.T + kBackwardChunk - 1) / kBackwardChunk, x.checkpoints != nullptr, false,
-                  Slots<D>(workspace, seq, x.T), st, read, fwd, rev);
+                  Slots<D>(workspace, seq, (long long)x.B * x.H, x.T), st, read, fwd, rev);
   } else {
     const int c0 = grp * ga.chunks, c1 = min((x.T + kBackwardChunk - 1) / kBackwardChunk, c0 + ga.chunks);
     two_passes<D>(x.T, c0, c1, W != Walk::Fill, true,
-                  Slots<D>(workspace, seq, x.T, ga.scratch + slot * kBackwardChunk * backward_slot_floats(D)), st, read, fwd, rev,
+                  Slots<D>(workspace, seq, x.T, ga.scratch + slot * group_scratch_floats(D)), st, read, fwd, rev,
                   W == Walk::Fill);
     if constexpr (W == Walk::Fill) return;
     block_sync<D>();  // the last step's shared writes (dS, dA, P) are done
@@ -680,7 +760,7 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
     block_sync<D>();
     return s;
   };
-  auto fwd = [&](int, const Tok& in) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
+  auto fwd = [&](int, const Tok& in, float*) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
     const Vals s = prelude(in);
     if constexpr (DELTA)
       walk<D, 4>([&](int c, int) { st.S[c * LD + j] = fmaf(sh_e[c], s.kh, s.beta * st.S[c * LD + j]); });
@@ -722,7 +802,8 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       g.dk[o] = (dzs + dkh) * elu_plus_one_grad(in.k);
     }
   };
-  two_passes<D>(x.T, 0, (x.T + kBackwardChunk - 1) / kBackwardChunk, x.checkpoints != nullptr, false, Slots<D>(workspace, seq, x.T),
+  two_passes<D>(x.T, 0, (x.T + kBackwardChunk - 1) / kBackwardChunk, x.checkpoints != nullptr, false,
+                Slots<D>(workspace, seq, (long long)x.B * x.H, x.T),
                 st, TokenReader<K, D>{x, g.dout, seq}, fwd, rev);
 }
 
@@ -772,8 +853,8 @@ template <int D> cudaError_t launch_groups(const RecurrentTensors& x, const Recu
 }
 
 // The group-parallel backward's workspace after the checkpoints (GroupArgs): per (sequence, group) slot,
-// local and carry (2 d^2 + d each), product (d^2), CH scratch slots.
-long long group_slot_floats(int d) { return 2 * (2LL * d * d + d) + 1LL * d * d + kBackwardChunk * backward_slot_floats(d); }
+// local and carry (2 d^2 + d each), product (d^2), the token walk's scratch (group_scratch_floats).
+long long group_slot_floats(int d) { return 2 * (2LL * d * d + d) + 1LL * d * d + group_scratch_floats(d); }
 
 template <RecurrentKind K>
 cudaError_t launch_d(const RecurrentTensors& x, const RecurrentGrads& g, const RecurrentParams& p, float* ws,

@@ -32,11 +32,19 @@ struct RecurrentGrads {
   float* dg = nullptr;  // DeltaNet with a gate (x.g set): dL/dg, (B, H, T)
 };
 
+// Per step of a re-run chunk, besides its state slot, the forward quantities of the step that its
+// reverse step reads instead of recomputing them: z, alpha_hat, e (d each) and the step's four scalars
+// (||phi(k)||, ||u_raw||, delta, ||alpha||), each thread its own copy: kBackwardStepValues d floats.
+inline constexpr int kBackwardStepValues = 7;
+__host__ __device__ constexpr long long backward_step_values_floats(int d) { return (long long)kBackwardStepValues * d; }
+
 // Floats of device scratch the backward needs for (B, H, T, d): per sequence, one (S, A, z)
 // checkpoint every kBackwardChunk steps plus one chunk of per-step (S_{t-1}, A_{t-1}, z_{t-1})
-// (layout: backward_checkpoint_offset, gpu/recurrent_forward.hpp).
+// (layout: backward_checkpoint_offset, gpu/recurrent_forward.hpp), then, after every sequence's
+// slots, each sequence's kBackwardChunk steps of step values.
 inline std::size_t recurrent_backward_workspace_floats(int B, int H, int T, int d) {
-  return std::size_t(backward_checkpoint_offset((long long)B * H, T, d, 0));
+  const long long seqs = (long long)B * H;
+  return std::size_t(backward_checkpoint_offset(seqs, T, d, 0) + seqs * kBackwardChunk * backward_step_values_floats(d));
 }
 
 // Launches the fused backward on `stream`. d in {16, 32, 64, 96, 128}; anything else returns
