@@ -686,6 +686,10 @@ const std::vector<Claim>& claim_registry() {
       {"table4-ablations", "000 Table 4", "ablations at n_pairs = 16, d = 128, H = 4", "needs training", {}, {"table4-ablation"}},
       {"table8-mqar-logs", "000 Table 8", "VLA MQAR training logs n in {8, 16, 24}", "needs training", {}, {"table8-vla-training-logs"}},
       {"table12-steps", "000 Table 12", "n = 24 accuracy, 2000 vs 1000 steps", "needs training", {}, {"table12-steps-effect"}},
+      {"sec3-direction-selective-writes", "000 Sec. 3, Sec. 7.1-7.2",
+       "A_t's per-direction selectivity routes each write orthogonally to the stored keys (A_1 k_2 ∝ k_2 - rho k_1); this is the "
+       "mechanism behind VLA's recall within capacity",
+       "needs training", {}, {"penalty-selectivity"}},
   };
   return reg;
 }

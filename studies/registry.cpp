@@ -21,7 +21,8 @@ namespace vla::studies {
   X(fig9_ood)                   /* fig9-ood (with table13) */             \
   X(table4_ablation)            /* table4-ablation */                     \
   X(recipe_sensitivity)         /* recipe-sensitivity */                  \
-  X(recipe_capacity)            /* recipe-capacity (after recipe-sensitivity) */
+  X(recipe_capacity)            /* recipe-capacity (after recipe-sensitivity) */ \
+  X(penalty_selectivity)        /* penalty-selectivity */
 
 #define VLA_DECLARE_STUDY(f) Study f();
 VLA_STUDIES(VLA_DECLARE_STUDY)

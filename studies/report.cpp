@@ -301,7 +301,7 @@ std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector
   m += "\nThe paper's claims (the ledger below):\n";
   m += "- measured without training:";
   for (const auto& [v, ids] : untrained) m += fmt::format(" {} — {};", v, join_ids(ids));
-  m += "\n- needing training, at the paper's recipe (decided by the studies named in the ledger):";
+  m += "\n- needing training (decided by the studies named in the ledger; the figures' and tables' at the paper's recipe):";
   for (const auto& [v, ids] : trained) m += fmt::format(" {} — {};", v, join_ids(ids));
   m += "\n";
   for (const auto& r : studies)
