@@ -25,6 +25,13 @@ MqarGrid paper_grid(const StudyOptions& o, std::vector<int> ns, int steps) {
   return g;
 }
 
+MqarGrid recipe_grid(const StudyOptions& o, const recipe::Recipe& r, std::vector<int> ns) {
+  MqarGrid g = paper_grid(o, recipe::keep_pairs(o, std::move(ns)), r.steps);
+  g.base.lr = r.lr;
+  g.seeds = recipe::seeds(o, recipe::kRecipeSeeds);
+  return g;
+}
+
 recipe::Mqar MqarGrid::at(const std::string& mixer, int n) const {
   recipe::Mqar r = base;
   r.mixer = mixer;

@@ -28,6 +28,10 @@ struct MqarGrid {
 // study's seeds (recipe::seeds).
 MqarGrid paper_grid(const StudyOptions& o, std::vector<int> ns, int steps);
 
+// recipe-sensitivity's grid at one recipe: the paper's four mixers at the ns --pairs keeps, lr and steps from
+// `r`, its seeds (recipe::kRecipeSeeds). penalty-selectivity takes VLA's row of it.
+MqarGrid recipe_grid(const StudyOptions& o, const recipe::Recipe& r, std::vector<int> ns);
+
 // A study's plan: every run of the grids `grids(o)` returns.
 template <class Grids> std::function<Plan(const StudyOptions&)> plan_of(Grids grids) {
   return [grids](const StudyOptions& o) {

@@ -52,6 +52,15 @@ std::vector<std::uint64_t> seeds(const StudyOptions& o, const std::vector<std::u
 std::string lr_label(double lr);
 std::string recipe_label(double lr, int steps);
 
+// A point of recipe-sensitivity's grid (lr x steps), and that study's seeds: penalty-selectivity reads VLA's
+// runs at some of its points, the same configs, so one run store trains them once.
+struct Recipe {
+  double lr;
+  int steps;
+  std::string label() const { return recipe_label(lr, steps); }
+};
+inline const std::vector<std::uint64_t> kRecipeSeeds{42, 123, 999, 1, 2};
+
 // Adds the run to the plan, or, when the toolkit cannot express it (TrainConfig::validate throws), a
 // BlockedRun with `what` and the validation's message.
 void add(Plan& p, const train::TrainConfig& c, const std::string& what);

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -25,25 +26,19 @@ namespace vla::studies {
 namespace {
 
 namespace fs = std::filesystem;
-const std::vector<std::uint64_t> kSeeds{42, 123, 999, 1, 2};  // recipe-sensitivity's
+using recipe::mean_of;
+using recipe::Recipe;
 constexpr int kSequences = 16;                                  // MQAR sequences each model is read on
 constexpr std::uint64_t kSequenceSeed = 7;
 constexpr double kOrthogonal = 0.1;  // sec72-orthogonal-write's tolerance: at most 10% of the overlap survives
 
-struct Recipe {
-  double lr;
-  int steps;
-  std::string label() const { return recipe::recipe_label(lr, steps); }
-};
 std::vector<Recipe> recipes(const StudyOptions& o) {
   if (o.quick) return {{3e-4, 2000}, {3e-3, 10000}};
   return {{3e-4, 2000}, {1e-3, 10000}, {3e-3, 10000}};
 }
 MqarGrid grid(const StudyOptions& o, const Recipe& r) {
-  MqarGrid g = paper_grid(o, recipe::keep_pairs(o, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24}), r.steps);
+  MqarGrid g = recipe_grid(o, r, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24});
   g.mixers = {"vla"};
-  g.base.lr = r.lr;
-  g.seeds = recipe::seeds(o, kSeeds);
   return g;
 }
 std::vector<MqarGrid> grids(const StudyOptions& o) {
@@ -59,35 +54,48 @@ struct Geometry {
   std::vector<double> ratio, alignment, penalty_pr, key_pr, whitening_ratio;
   double selective() const { return ratio.empty() ? kNaN : *std::min_element(ratio.begin(), ratio.end()); }
 };
+// The per-layer fields by the names the cache and study.json use.
+using Field = std::vector<double> Geometry::*;
+const std::array<std::pair<const char*, Field>, 5> kFields{{{"ratio", &Geometry::ratio},
+                                                            {"alignment", &Geometry::alignment},
+                                                            {"penalty_pr", &Geometry::penalty_pr},
+                                                            {"key_pr", &Geometry::key_pr},
+                                                            {"whitening_ratio", &Geometry::whitening_ratio}}};
+
+// What a measurement depends on besides the run: a cache made with other settings is measured again.
+nlohmann::json settings() { return {{"sequences", kSequences}, {"sequence_seed", kSequenceSeed}}; }
 
 nlohmann::json to_json(const Geometry& g) {
-  return {{"ratio", g.ratio}, {"alignment", g.alignment}, {"penalty_pr", g.penalty_pr}, {"key_pr", g.key_pr}, {"whitening_ratio", g.whitening_ratio}};
+  nlohmann::json j = settings();
+  for (const auto& [name, f] : kFields) j[name] = g.*f;
+  return j;
 }
 
 // Measured from the run's checkpoint, once: the result is kept beside the run in the store
-// (write_selectivity.json, which the store's archives keep), so a summary without the checkpoints reads it.
+// (write_selectivity.json, which the run archives keep), so a summary without the checkpoints reads it.
 Geometry geometry(const RunOutcome& r) {
   Geometry g;
   const fs::path cache = r.dir / "write_selectivity.json";
   if (fs::exists(cache)) {
-    const auto j = nlohmann::json::parse(std::ifstream(cache));
-    g.measured = true;
-    g.ratio = j.at("ratio").get<std::vector<double>>();
-    g.alignment = j.at("alignment").get<std::vector<double>>();
-    g.penalty_pr = j.at("penalty_pr").get<std::vector<double>>();
-    g.key_pr = j.at("key_pr").get<std::vector<double>>();
-    g.whitening_ratio = j.at("whitening_ratio").get<std::vector<double>>();
-    return g;
+    try {
+      const auto j = nlohmann::json::parse(std::ifstream(cache));
+      if (j.at("sequences") == settings().at("sequences") && j.at("sequence_seed") == settings().at("sequence_seed")) {
+        for (const auto& [name, f] : kFields) g.*f = j.at(name).get<std::vector<double>>();
+        g.measured = true;
+        return g;
+      }
+    } catch (const nlohmann::json::exception&) {  // damaged: measured again from the checkpoint where there is one
+    }
   }
   if (r.status != RunOutcome::Status::Complete) return g.why = "not trained to the end", g;
-  if (!fs::exists(r.dir / "checkpoint.bin")) return g.why = "no checkpoint in the run store", g;
+  if (!fs::exists(r.dir / "checkpoint.bin")) return g.why = "no checkpoint in the run store (nor a measurement of these settings)", g;
   const train::Checkpoint ck = train::read_checkpoint(r.dir / "checkpoint.bin", "--store");
   const auto& m = ck.cfg.model;
   const VlaOptions opt = VlaRule<Precision<double>>::from_config(m.mixer).options();
   VlaOptions white = opt;  // Sec. 7.1's whitening case on the same keys: u_t = k_hat_t / sqrt(d_h)
   white.penalty_source = PenaltySource::Key;
   const auto streams = analysis::model_head_streams(m, ck.p.cast<double>(), train::make_batch(ck.cfg.task, kSequences, kSequenceSeed).tokens);
-  for (auto* v : {&g.ratio, &g.alignment, &g.penalty_pr, &g.key_pr, &g.whitening_ratio}) v->assign(m.layers, 0.0);
+  for (const auto& [name, f] : kFields) (g.*f).assign(m.layers, 0.0);
   std::vector<int> count(m.layers, 0);
   for (const auto& s : streams) {
     const auto w = analysis::write_selectivity(opt, s.s);
@@ -98,10 +106,10 @@ Geometry geometry(const RunOutcome& r) {
     g.whitening_ratio[s.layer] += analysis::write_selectivity(white, s.s).overlap_ratio;
     ++count[s.layer];
   }
-  for (int l = 0; l < m.layers; ++l)
-    for (auto* v : {&g.ratio, &g.alignment, &g.penalty_pr, &g.key_pr, &g.whitening_ratio}) (*v)[l] /= std::max(count[l], 1);
+  for (const auto& [name, f] : kFields)
+    for (int l = 0; l < m.layers; ++l) (g.*f)[l] /= std::max(count[l], 1);
   g.measured = true;
-  const fs::path tmp = cache.string() + ".tmp";
+  const fs::path tmp = cache.string() + ".tmp";  // written whole, then renamed: never a half file
   std::ofstream(tmp) << to_json(g).dump(1) << '\n';
   fs::rename(tmp, cache);
   return g;
@@ -111,13 +119,6 @@ std::string per_layer(const std::vector<double>& v, int digits = 3) {
   std::vector<std::string> s;
   for (double x : v) s.push_back(fmt_value(x, digits));
   return s.empty() ? "n/a" : fmt::format("{}", fmt::join(s, " / "));
-}
-double mean_of(const std::vector<double>& x) {
-  double s = 0;
-  int n = 0;
-  for (double v : x)
-    if (std::isfinite(v)) { s += v; ++n; }
-  return n ? s / n : kNaN;
 }
 
 }  // namespace

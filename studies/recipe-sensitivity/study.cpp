@@ -17,13 +17,7 @@ namespace vla::studies {
 namespace {
 
 using recipe::kEscape;
-const std::vector<std::uint64_t> kSeeds{42, 123, 999, 1, 2};
-
-struct Recipe {
-  double lr;
-  int steps;
-  std::string label() const { return recipe::recipe_label(lr, steps); }
-};
+using recipe::Recipe;
 
 std::vector<Recipe> recipes(const StudyOptions& o) {
   std::vector<Recipe> r;
@@ -33,10 +27,7 @@ std::vector<Recipe> recipes(const StudyOptions& o) {
 }
 
 MqarGrid grid(const StudyOptions& o, const Recipe& r) {
-  MqarGrid g = paper_grid(o, recipe::keep_pairs(o, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24, 32}), r.steps);
-  g.base.lr = r.lr;
-  g.seeds = recipe::seeds(o, kSeeds);
-  return g;
+  return recipe_grid(o, r, o.quick ? std::vector<int>{8} : std::vector<int>{8, 16, 24, 32});
 }
 
 std::vector<MqarGrid> grids(const StudyOptions& o) {
