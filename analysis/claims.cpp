@@ -55,7 +55,7 @@ bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>
   std::vector<std::string> parts;
   int held = 0, failed = 0, decided = 0;
   bool quick = false;
-  std::vector<std::string> ran;
+  std::vector<std::string> ran, counter;
   for (const auto& id : studies) {
     const auto path = cfg.out_dir / id / "verdict.json";
     if (!std::filesystem::exists(path)) {
@@ -82,6 +82,13 @@ bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>
     held += verdict == "holds";
     failed += verdict == "fails";
     quick = quick || q;
+    // The study's first comparison that does not hold, in its own order (smallest n, shortest T, ... first):
+    // the counterexample the study found, with what the paper says there.
+    for (const auto& c : v.value("comparisons", nlohmann::json::array()))
+      if (c.is_object() && !c.value("holds", true) && !c.value("info", false)) {
+        counter.push_back(fmt::format("{}: {}: measured {}, paper {}", id, c.value("item", "?"), c.value("measured", "?"), c.value("paper", "?")));
+        break;
+      }
   }
   if (ran.empty()) return false;
   r.verdict = decided == 0 ? Verdict::NotRun : held == decided ? Verdict::Holds : failed == decided ? Verdict::Fails : Verdict::Partial;
@@ -89,6 +96,7 @@ bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>
   r.studies = ran;
   r.tolerance = fmt::format("each study's own (its section.md): {}", fmt::join(studies, ", "));
   r.measured = fmt::format("{}", fmt::join(parts, "; "));
+  r.counterexample = fmt::format("{}", fmt::join(counter, "; "));
   for (const auto& id : ran) r.artifacts.push_back(id + "/section.md");
   return true;
 }

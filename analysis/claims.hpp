@@ -48,7 +48,8 @@ struct Claim {
 
 // The verdict of the linked studies, read from <out_dir>/<id>/verdict.json (written by `vla study run`):
 // holds if every study that has run holds, fails if every one fails, partial otherwise; quick if any of
-// them was a --quick run. Returns false (r untouched) when none of them has run.
+// them was a --quick run; the counterexample, each study's first judged comparison that does not hold.
+// Returns false (r untouched) when none of them has run.
 bool read_study_verdicts(const ClaimsConfig& cfg, const std::vector<std::string>& studies, ClaimResult& r);
 
 const std::vector<Claim>& claim_registry();
