@@ -12,10 +12,11 @@
 # CONNECTIONS=K adds the snapshot's rates with CUDA_DEVICE_MAX_CONNECTIONS=K (the hardware queues the
 # streams of concurrent runs share; the driver's default is 8). FORMS="fused chunked" runs both parts once
 # per `--recurrent-form` instead of once with the default (auto); RUNS picks the concurrent run counts;
-# NCU=0 skips part 1.
+# NCU=0 skips part 1. SEQ_LEN=T trains MQAR at T tokens (the long-context layout, --seq-len; the positional
+# table at least T rows) instead of 3n + 1.
 # Uses .device-carry as gpu/device-check.sh does.
 # usage: [AB_FILE="gpu/train/kernels.cu ..."] [CONNECTIONS=32] [STEPS=300] [PAIRS="8 32"] [FORMS="fused chunked"]
-#        [RUNS="1 4 16 32"] [NCU=0] bash gpu/train-throughput.sh
+#        [RUNS="1 4 16 32"] [NCU=0] [SEQ_LEN=512] bash gpu/train-throughput.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -29,11 +30,13 @@ if [ -n "${AB_FILE:-}" ]; then
 else
   device_build vla && cp "$BUILD/bin/vla" /tmp/vla-B; BINS="B"
 fi
+LONG=()
+[ -n "${SEQ_LEN:-}" ] && LONG=(--seq-len "$SEQ_LEN" --max-len "$(( SEQ_LEN > 256 ? SEQ_LEN : 256 ))")
 train() {  # train BIN PAIRS STEPS OUTDIR [more options]: one MQAR run (or several, with --seeds) of VLA
   local v=$1 n=$2 s=$3 dir=$4; shift 4
   rm -rf "$dir"
   /tmp/vla-$v train --device cuda --task mqar --pairs "$n" --steps "$s" --batch 64 --eval-batches 1 --checkpoint-every 100000 \
-    --out "$dir" "$@" > /dev/null 2>&1
+    "${LONG[@]}" --out "$dir" "$@" > /dev/null 2>&1
 }
 
 if [ "${NCU:-1}" = 0 ]; then
@@ -88,7 +91,7 @@ for n in $PAIRS; do
         train $v "$n" "$STEPS" /tmp/tp_run --seeds "$seeds" --mixers vla --recurrent-form "$form"
       fi || { status=1; echo "train failed: $v, $form, n = $n, R = $R"; }
       t1=$(date +%s.%N)
-      python3 -c "w = $t1 - $t0; print(f'$v ($form): n = $n, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
+      python3 -c "w = $t1 - $t0; print(f'$v ($form): n = $n${SEQ_LEN:+, T = $SEQ_LEN}, {$R:2d} concurrent runs of $STEPS steps: wall {w:6.2f} s, per run-step {1e3 * w / ($R * $STEPS):.3f} ms')"
      done
     done
   done
