@@ -175,7 +175,7 @@ Study penalty_selectivity() {
           facts.push_back({{"recipe", rs[k].label()}, {"n", n}, {"seed", seed}, {"eval", r.eval_accuracy}, {"geometry", to_json(geo)}});
         }
         // Per layer, the mean over the runs measured.
-        auto layer_mean = [&](const std::vector<Geometry>& v, std::vector<double> Geometry::*f) {
+        auto layer_mean = [&](const std::vector<Geometry>& v, Field f) {
           std::vector<double> m;
           if (v.empty()) return m;
           m.assign((v[0].*f).size(), 0.0);
