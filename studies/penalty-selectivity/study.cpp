@@ -115,6 +115,16 @@ Geometry geometry(const RunOutcome& r) {
   return g;
 }
 
+// Per layer, the mean of one field over the runs measured (empty when none was).
+std::vector<double> layer_mean(const std::vector<Geometry>& v, Field f) {
+  std::vector<double> m;
+  if (v.empty()) return m;
+  m.assign((v[0].*f).size(), 0.0);
+  for (const auto& x : v)
+    for (std::size_t l = 0; l < m.size(); ++l) m[l] += (x.*f)[l] / v.size();
+  return m;
+}
+
 std::string per_layer(const std::vector<double>& v, int digits = 3) {
   std::vector<std::string> s;
   for (double x : v) s.push_back(fmt_value(x, digits));
@@ -174,15 +184,6 @@ Study penalty_selectivity() {
           if (esc) solved.push_back(geo);
           facts.push_back({{"recipe", rs[k].label()}, {"n", n}, {"seed", seed}, {"eval", r.eval_accuracy}, {"geometry", to_json(geo)}});
         }
-        // Per layer, the mean over the runs measured.
-        auto layer_mean = [&](const std::vector<Geometry>& v, Field f) {
-          std::vector<double> m;
-          if (v.empty()) return m;
-          m.assign((v[0].*f).size(), 0.0);
-          for (const auto& x : v)
-            for (std::size_t l = 0; l < m.size(); ++l) m[l] += (x.*f)[l] / v.size();
-          return m;
-        };
         t.rows.push_back({rs[k].label(), std::to_string(n), fmt::format("{}/{}", escapes, g.seeds.size()), fmt_value(mean_of(evals)),
                           per_layer(layer_mean(all, &Geometry::ratio)), per_layer(layer_mean(all, &Geometry::alignment)),
                           per_layer(layer_mean(all, &Geometry::penalty_pr), 2), per_layer(layer_mean(all, &Geometry::key_pr), 2),
