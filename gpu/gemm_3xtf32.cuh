@@ -48,12 +48,14 @@ template <Passes P> __device__ __forceinline__ Tf32 operand(float x) {
 template <int kOuter, int kInner> struct StoredTile {
   static constexpr int kVecs = kInner / 4;  // float4 per row
   float v[kOuter][kInner + (kInner == BK ? 4 : 8)];
-  // Float4 i (0..3) of this thread: the tile at (o0, i0) of a row-major (outer_n x inner_n) matrix; a float4
-  // past the matrix reads as zeros (both extents are multiples of 4, so a float4 is wholly in or out).
-  static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i) {
+  // Float4 i (0..3) of this thread: the tile at (o0, i0) of an (outer_n x inner_n) matrix stored row-major or
+  // head-major (hm); a float4 past the matrix reads as zeros (both extents are multiples of 4, so a float4 is
+  // wholly in or out).
+  static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i, HeadMajor hm) {
     const int idx = threadIdx.x + kThreads * i, o = o0 + idx / kVecs, in = i0 + 4 * (idx % kVecs);
-    return o < outer_n && in < inner_n ? *reinterpret_cast<const float4*>(P + static_cast<long long>(o) * inner_n + in)
-                                       : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (o >= outer_n || in >= inner_n) return make_float4(0.f, 0.f, 0.f, 0.f);
+    const long long at = hm.on() ? head_major_offset(hm, inner_n, o, in) : static_cast<long long>(o) * inner_n + in;
+    return *reinterpret_cast<const float4*>(P + at);
   }
   __device__ void store(float4 x, int i) {
     const int idx = threadIdx.x + kThreads * i;
@@ -63,15 +65,15 @@ template <int kOuter, int kInner> struct StoredTile {
 template <MatrixLayout L> struct ATile : StoredTile<L == MatrixLayout::RowMajor ? BM : BK, L == MatrixLayout::RowMajor ? BK : BM> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int m, int k) const { return kRow ? this->v[m][k] : this->v[k][m]; }
-  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i) {
-    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i) : ATile::StoredTile::fetch(A, K, M, k0, m0, i);
+  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i, HeadMajor hm) {
+    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i, hm) : ATile::StoredTile::fetch(A, K, M, k0, m0, i, hm);
   }
 };
 template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor ? BK : BN, L == MatrixLayout::RowMajor ? BN : BK> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int k, int n) const { return kRow ? this->v[k][n] : this->v[n][k]; }
-  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i) {
-    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i) : BTile::StoredTile::fetch(B, N, K, n0, k0, i);
+  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i, HeadMajor hm) {
+    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i, hm) : BTile::StoredTile::fetch(B, N, K, n0, k0, i, hm);
   }
 };
 
@@ -79,11 +81,11 @@ template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor 
 // registers from their global read to their shared store.
 template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
   float4 a[4], b[4];
-  __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0) {
+  __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0, const GemmHeads& h) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      a[i] = ATile<LA>::fetch(A, M, K, m0, k0, i);
-      b[i] = BTile<LB>::fetch(B, N, K, n0, k0, i);
+      a[i] = ATile<LA>::fetch(A, M, K, m0, k0, i, h.a);
+      b[i] = BTile<LB>::fetch(B, N, K, n0, k0, i, h.b);
     }
   }
   __device__ void store(ATile<LA>& as, BTile<LB>& bs) const {
@@ -100,9 +102,11 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
 // rows too, into rsum (+=) or, split, into work[splits M N + z M]. kMinBlocks: the blocks per SM the
 // registers are allotted for (0: the compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a
 // few spilled).
-template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
+// kHeads: some matrix is head-major (a separate instantiation, so that the dense products keep their registers).
+template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks, bool kHeads>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
-                                                       int k_per_split, float beta, const float* bias, float* rsum) {
+                                                       int k_per_split, float beta, const float* bias, float* rsum, const GemmHeads heads_arg) {
+  const GemmHeads heads = kHeads ? heads_arg : GemmHeads{};  // dense: every offset folds to r cols + c
   __shared__ __align__(16) ATile<LA> as;
   __shared__ __align__(16) BTile<LB> bs;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -112,12 +116,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
   const bool row_summer = rsum != nullptr && blockIdx.x == 0 && threadIdx.x < BM;  // thread r sums A's row m0 + r
   float row_sum = 0.f;
   TileLoads<LA, LB> ld;
-  ld.fetch(A, B, M, N, K, m0, n0, k_begin);
+  ld.fetch(A, B, M, N, K, m0, n0, k_begin, heads);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     __syncthreads();  // the last tile's readers are done
     ld.store(as, bs);
     __syncthreads();
-    if (k0 + BK < k_end) ld.fetch(A, B, M, N, K, m0, n0, k0 + BK);  // in flight under this tile's products
+    if (k0 + BK < k_end) ld.fetch(A, B, M, N, K, m0, n0, k0 + BK, heads);  // in flight under this tile's products
     if (row_summer) {
 #pragma unroll 8
       for (int k = 0; k < BK; ++k) row_sum += as.at(threadIdx.x, k);  // zeros past K
@@ -182,7 +186,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
       for (int h = 0; h < 2; ++h) {
         const int m = m0 + wm + 16 * mi + g + 8 * h, n = n0 + wn + 8 * ni + 2 * t;
         if (m >= M || n >= N) continue;  // N is even: (n, n + 1) is wholly in or out
-        const long long at = static_cast<long long>(m) * N + n;
+        // (n, n + 1) lie in one head (d is even); the slices' partial products are dense.
+        const long long at = !split && heads.c.on() ? head_major_offset(heads.c, N, m, n) : static_cast<long long>(m) * N + n;
         float2 v = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
         if (!split && beta != 0.f) {
           const float2 old = *reinterpret_cast<const float2*>(out + at);
@@ -216,23 +221,29 @@ template <class V> __device__ __forceinline__ V sum_slices(const V* w, long long
   return s;
 }
 
-// C = the slices' partial products added in slice order + beta C (+ bias), a float4 per thread; then, with
-// rsum, one thread per row m: rsum[m] += the slices' row sums in order.
+// C = the slices' partial products added in slice order + beta C (+ bias), a float4 per thread (C dense or
+// head-major: the float4 lies in one head); then, with rsum, one thread per row m: rsum[m] += the slices' row
+// sums in order.
 static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, int M, int N, int splits, float beta,
-                                                                   const float* bias, float* rsum) {
+                                                                   const float* bias, float* rsum, HeadMajor c_heads) {
   const long long mn4 = static_cast<long long>(M) * N / 4;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < mn4) {
     float4 s = sum_slices(reinterpret_cast<const float4*>(work) + i, mn4, splits);
+    float4* c_at = reinterpret_cast<float4*>(C) + i;
+    if (c_heads.on()) {
+      const long long e = 4 * i;
+      c_at = reinterpret_cast<float4*>(C + head_major_offset(c_heads, N, static_cast<int>(e / N), static_cast<int>(e % N)));
+    }
     if (beta != 0.f) {
-      const float4 c = reinterpret_cast<const float4*>(C)[i];
+      const float4 c = *c_at;
       s.x = fmaf(beta, c.x, s.x); s.y = fmaf(beta, c.y, s.y); s.z = fmaf(beta, c.z, s.z); s.w = fmaf(beta, c.w, s.w);
     }
     if (bias) {
       const int n = static_cast<int>((4 * i) % N);
       s.x += bias[n]; s.y += bias[n + 1]; s.z += bias[n + 2]; s.w += bias[n + 3];
     }
-    reinterpret_cast<float4*>(C)[i] = s;
+    *c_at = s;
   } else if (rsum && i < mn4 + M) {
     const int m = static_cast<int>(i - mn4);
     rsum[m] += sum_slices(work + static_cast<long long>(splits) * M * N + m, M, splits);
@@ -242,25 +253,29 @@ static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* 
 // Both launches of one product; the caller has checked the contract (gemm_3xtf32_serves, the workspace).
 template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks>
 cudaError_t launch(int M, int N, int K, const float* A, const float* B, float beta, float* C, const GemmEpilogue& ep, float* work,
-                   cudaStream_t s) {
+                   cudaStream_t s, const GemmHeads& heads) {
   const Plan plan(M, N, K);
-  gemm_kernel<LA, LB, P, kMinBlocks><<<dim3((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits), kThreads, 0, s>>>(
-      A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums);
+  const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits);
+  if (heads.a.on() || heads.b.on() || heads.c.on())
+    gemm_kernel<LA, LB, P, kMinBlocks, true><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, heads);
+  else
+    gemm_kernel<LA, LB, P, kMinBlocks, false><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, heads);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.splits == 1) return e;
   const long long items = static_cast<long long>(M) * N / 4 + (ep.a_row_sums ? M : 0);
-  reduce_slices_kernel<<<static_cast<unsigned>((items + 255) / 256), 256, 0, s>>>(work, C, M, N, plan.splits, beta, ep.bias, ep.a_row_sums);
+  reduce_slices_kernel<<<static_cast<unsigned>((items + 255) / 256), 256, 0, s>>>(work, C, M, N, plan.splits, beta, ep.bias, ep.a_row_sums,
+                                                                                  heads.c);
   return cudaGetLastError();
 }
 
 template <Passes P, int kMinBlocks = 0>
 cudaError_t launch(MatrixLayout la, MatrixLayout lb, int M, int N, int K, const float* A, const float* B, float beta, float* C,
-                   const GemmEpilogue& ep, float* work, cudaStream_t s) {
+                   const GemmEpilogue& ep, float* work, cudaStream_t s, const GemmHeads& heads) {
   constexpr MatrixLayout R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
-  if (la == R && lb == R) return launch<R, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
-  if (la == R) return launch<R, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
-  if (lb == R) return launch<Cm, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
-  return launch<Cm, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s);
+  if (la == R && lb == R) return launch<R, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s, heads);
+  if (la == R) return launch<R, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s, heads);
+  if (lb == R) return launch<Cm, R, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s, heads);
+  return launch<Cm, Cm, P, kMinBlocks>(M, N, K, A, B, beta, C, ep, work, s, heads);
 }
 
 }  // namespace vla::gpu::gemm

@@ -24,6 +24,15 @@
 // A row's sum runs in k order within a slice, the slices added in order: fp32 sums of at most a slice's
 // length plus the slice count.
 //
+// Head-major matrices (GemmHeads). The training step's q, k, v, u, o and their gradients are logical
+// (B T) x (H d) matrices, row (b, t) and column (h, j), that the recurrent kernels keep as (B, H, T, d). A
+// product reads such an operand, or writes such a C, in place: entry (r, c) at ((b H + h) T + t) d + j with
+// b = r / T, t = r % T, h = c / d, j = c % d (head_major_offset), so no permute runs before or after it. For
+// A and B this describes the matrix as stored: a row-major A (M x K) has the tokens as its rows, a
+// column-major one is stored K x M with the tokens as the stored rows; likewise B. The arithmetic is the
+// dense product's: the same inputs give the same bits whichever way they are stored. The contract adds: the
+// stored rows a multiple of T, the columns of d, and d a multiple of 4 (a float4 never straddles two heads).
+//
 // Determinism. A long reduction (K, e.g. dW's sum over the batch's tokens) is split over blocks by a rule of
 // (M, N, K) alone; the slices' partial products go to `workspace` and a second launch adds them in slice
 // order. Same inputs, same bits, on any GPU.
@@ -40,9 +49,25 @@ struct GemmEpilogue {
   float* a_row_sums = nullptr;  // (M) or null: a_row_sums[m] += sum over k of A[m][k]
 };
 
-// Whether gemm_3xtf32 takes this product (shape and alignment), and the workspace it needs (floats, 16-byte
-// aligned; 0 when K is not split).
-bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C);
+// A matrix of per-token head vectors stored head-major (above): T tokens per sequence, heads of width d.
+// T = 0: stored as its MatrixLayout says (dense).
+struct HeadMajor {
+  int T = 0, d = 0;
+  __host__ __device__ bool on() const { return T > 0; }
+};
+// Offset of entry (r, c) of a head-major matrix with `cols` = H d columns.
+__host__ __device__ inline long long head_major_offset(HeadMajor h, int cols, int r, int c) {
+  const int b = r / h.T, t = r - b * h.T, head = c / h.d, j = c - head * h.d;
+  return ((static_cast<long long>(b) * (cols / h.d) + head) * h.T + t) * h.d + j;
+}
+struct GemmHeads {
+  HeadMajor a, b, c;  // A and B as stored; C (M x N, row-major)
+};
+
+// Whether gemm_3xtf32 takes this product (shape, alignment, the head-major matrices' extents), and the
+// workspace it needs (floats, 16-byte aligned; 0 when K is not split).
+bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C, MatrixLayout a_layout = MatrixLayout::RowMajor,
+                        MatrixLayout b_layout = MatrixLayout::RowMajor, const GemmHeads& heads = {});
 std::size_t gemm_3xtf32_workspace_floats(int M, int N, int K);
 // Whether it is the faster of it and cuBLAS SGEMM on an H100 (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): at
 // the training step's shapes it is, but for a reduction over more than kGemm3xTf32MaxFasterK (dW over many
@@ -52,6 +77,7 @@ inline bool gemm_3xtf32_faster(int /*M*/, int /*N*/, int K) { return K <= kGemm3
 
 // workspace holds workspace_floats floats; fewer than gemm_3xtf32_workspace_floats(M, N, K) is refused.
 cudaError_t gemm_3xtf32(MatrixLayout a_layout, MatrixLayout b_layout, int M, int N, int K, const float* A, const float* B, float beta,
-                        float* C, const GemmEpilogue& epilogue, float* workspace, std::size_t workspace_floats, cudaStream_t stream);
+                        float* C, const GemmEpilogue& epilogue, float* workspace, std::size_t workspace_floats, cudaStream_t stream,
+                        const GemmHeads& heads = {});
 
 }  // namespace vla::gpu

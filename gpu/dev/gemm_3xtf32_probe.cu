@@ -113,7 +113,7 @@ constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 void launch(const Variant& v, const Problem& p, float beta, cudaStream_t s) {
   namespace gm = vla::gpu::gemm;
   const MatrixLayout la = p.op == Op::DW ? Col : Row, lb = p.op == Op::Fwd ? Col : Row;
-  auto go = [&](auto kernel_launch) { CUDA_OK(kernel_launch(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, vla::gpu::GemmEpilogue{}, p.work->p, s)); };
+  auto go = [&](auto kernel_launch) { CUDA_OK(kernel_launch(la, lb, p.M, p.N, p.K, p.A->p, p.B->p, beta, p.C->p, vla::gpu::GemmEpilogue{}, p.work->p, s, vla::gpu::GemmHeads{})); };
   if (v.passes == Passes::Split3 && v.min_blocks == 0) go(gm::launch<Passes::Split3, 0>);
   else if (v.passes == Passes::Split3 && v.min_blocks == 3) go(gm::launch<Passes::Split3, 3>);
   else if (v.passes == Passes::Split3) go(gm::launch<Passes::Split3, 4>);

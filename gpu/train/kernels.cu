@@ -147,7 +147,13 @@ __global__ void add_diagonal_blocks_k(const float* full, int H, int dh, float* o
   if (i >= (long long)H * dh * dh) return;
   const int h = int(i / (dh * dh)), r = int(i / dh % dh), c = int(i % dh);
   const long long hd = (long long)H * dh;
-  out[i] += full[(h * dh + c) + (h * dh + r) * hd];
+  out[i] += full[(h * dh + r) * hd + h * dh + c];
+}
+__global__ void block_diagonal_k(const float* blocks, int H, int dh, float* W) {
+  const long long hd = (long long)H * dh, i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= hd * hd) return;
+  const int row = int(i / hd), col = int(i % hd), h = row / dh;
+  W[i] = col / dh == h ? blocks[(long long)row * dh + col - h * dh] : 0.f;
 }
 __global__ void add_bias_k(float* Y, const float* b, long long total, int m) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -279,6 +285,10 @@ std::size_t column_sums_scratch_floats(int N, int n_cols) {
 }
 cudaError_t add_diagonal_blocks(const float* full, int H, int dh, float* out, cudaStream_t s) {
   add_diagonal_blocks_k<<<blocks_for((long long)H * dh * dh), kThreads, 0, s>>>(full, H, dh, out);
+  return cudaGetLastError();
+}
+cudaError_t block_diagonal(const float* blocks, int H, int dh, float* W, cudaStream_t s) {
+  block_diagonal_k<<<blocks_for((long long)H * dh * H * dh), kThreads, 0, s>>>(blocks, H, dh, W);
   return cudaGetLastError();
 }
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s) {

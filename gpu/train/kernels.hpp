@@ -31,15 +31,19 @@ cudaError_t layernorm_backward(const float* dY, const float* g, const float* xha
 cudaError_t column_sums(const float* dY, int N, int n_cols, float* db, float* scratch, cudaStream_t s);
 std::size_t column_sums_scratch_floats(int N, int n_cols);
 // out (H blocks of dh x dh, row-major, block h at h dh^2) += the diagonal blocks of full (H dh x H dh,
-// column-major): out_h[r][c] += full[(h dh + c) + (h dh + r) H dh]. A per-head weight gradient taken
-// from one dense GEMM, whose split-K cuBLAS chooses (a batch of per-head GEMMs gets none).
+// row-major): out_h[r][c] += full[(h dh + r) H dh + h dh + c]. A per-head weight gradient taken from one dense
+// GEMM, which splits its long sum over blocks (a batch of per-head GEMMs gets one block each).
 cudaError_t add_diagonal_blocks(const float* full, int H, int dh, float* out, cudaStream_t s);
+// W (H dh x H dh, row-major) = the block-diagonal matrix of the H blocks (dh x dh, row-major, block h at
+// h dh^2), zeros elsewhere: one dense product then applies each head's block to that head's columns alone.
+cudaError_t block_diagonal(const float* blocks, int H, int dh, float* W, cudaStream_t s);
 // Y (N, n) += b broadcast over rows.
 cudaError_t add_bias(float* Y, const float* b, int N, int n, cudaStream_t s);
 // A = gelu(Z) (tanh form, core/model/gelu.hpp); dZ = dA * gelu'(Z) in place of dA.
 cudaError_t gelu_forward(const float* Z, long long n, float* A, cudaStream_t s);
 cudaError_t gelu_backward(float* dA_to_dZ, const float* Z, long long n, cudaStream_t s);
-// (B, T, H, c) <-> (B, H, T, c): the projections' row layout vs the recurrent kernels' layout.
+// (B, T, H, c) <-> (B, H, T, c): the row layout cuBLAS reads vs the recurrent kernels' layout (the
+// products that gpu/gemm_3xtf32 takes read and write the latter in place).
 cudaError_t bthc_to_bhtc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s);
 cudaError_t bhtc_to_bthc(const float* x, int B, int T, int H, int c, float* y, cudaStream_t s);
 // Per row n with targets[n] >= 0: ce[n] = logsumexp(logits[n]) - logits[n, target], correct[n] = argmax == target

@@ -59,7 +59,8 @@ struct GpuModel::Impl {
   cudaStream_t stream = nullptr;          // every launch, copy and GEMM of this model runs on it
   int device = 0;                          // the GPU that holds all of the above
   // Activations for the current (B, T). Shapes: N = B T rows, d = d_model, H heads of dh (hd = H dh),
-  // F = ffn, V = vocab; "row layout" (N, hd) is (B, T, H, dh), the recurrent kernels' layout (B, H, T, dh).
+  // F = ffn, V = vocab. The per-head tensors are kept as the recurrent kernels read them, (B, H, T, dh):
+  // the projections read and write them head-major in place (heads(), gpu/gemm_3xtf32.hpp).
   int B = 0, T = 0, N = 0;
   // A LayerNorm's output and what its backward reads (core/model/layernorm.hpp).
   struct LayerNormActs {
@@ -69,18 +70,17 @@ struct GpuModel::Impl {
   };
   // The mixer's activations (core/model/mixer.hpp).
   struct MixerActs {
-    DeviceBuffer Q, K, V, U, G;       // row layout (N, hd): H1 W^T + b; U = u_raw (VLA); G = gate logits, (N, H) (DeltaNet)
-    DeviceBuffer qb, kb, vb, ub, gb;  // the same in the kernels' layout (B, H, T, dh); gb (B, H, T)
-    DeviceBuffer ob, O;               // the attention's output, (B, H, T, dh), then in row layout (N, hd)
+    DeviceBuffer q, k, v, u, g;  // (B, H, T, dh): H1 W^T + b; u = u_raw (VLA); g = gate logits, (B, H, T) (DeltaNet)
+    DeviceBuffer o;              // (B, H, T, dh): the attention's output
+    DeviceBuffer Wu_blocks;      // VLA: (hd, hd) the block-diagonal matrix of W_u's heads (u = k Wu_blocks^T + b_u)
     // Recurrent mixers: what this layer's forward leaves for its backward: the fused pair's backward
     // workspace filled with its checkpoints (x.checkpoints), so the backward skips its own first forward
     // pass; the chunked pair's state before every chunk (chunk_starts). One per layer: all forwards run
     // before the first backward.
     DeviceBuffer ck;
     MixerActs() = default;
-    MixerActs(std::size_t n, std::size_t hd, std::size_t H)
-        : Q(n * hd), K(n * hd), V(n * hd), U(n * hd), G(n * H), qb(n * hd), kb(n * hd), vb(n * hd), ub(n * hd), gb(n * H),
-          ob(n * hd), O(n * hd) {}
+    MixerActs(std::size_t n, std::size_t hd, std::size_t H, bool vla, bool gated)
+        : q(n * hd), k(n * hd), v(n * hd), u(vla ? n * hd : 0), g(gated ? n * H : 0), o(n * hd), Wu_blocks(vla ? hd * hd : 0) {}
   };
   struct FfnActs {
     DeviceBuffer Z1, A1;  // (N, F): H2 W1^T + b1, GELU(Z1)
@@ -92,15 +92,14 @@ struct GpuModel::Impl {
     MixerActs mix;
     LayerNormActs ln2;  // ln2.Y = H2, the FFN's input
     FfnActs ffn;
-    BlockActs(std::size_t n, std::size_t d, std::size_t hd, std::size_t H, std::size_t F) : ln1(n, d), mix(n, hd, H), ln2(n, d), ffn(n, F) {}
+    BlockActs(std::size_t n, std::size_t d, std::size_t hd, std::size_t H, std::size_t F, bool vla, bool gated)
+        : ln1(n, d), mix(n, hd, H, vla, gated), ln2(n, d), ffn(n, F) {}
   };
   // The mixer backward's scratch, shared by the blocks: dL/d of MixerActs' tensors, same shapes.
   struct MixerGrads {
-    DeviceBuffer dO, dob, dqb, dkb, dvb, dub, dgb, dQ, dK, dV, dU, dG;
+    DeviceBuffer dO, dq, dk, dv, du, dg;
     MixerGrads() = default;
-    MixerGrads(std::size_t n, std::size_t hd, std::size_t H)
-        : dO(n * hd), dob(n * hd), dqb(n * hd), dkb(n * hd), dvb(n * hd), dub(n * hd), dgb(n * H), dQ(n * hd), dK(n * hd), dV(n * hd),
-          dU(n * hd), dG(n * H) {}
+    MixerGrads(std::size_t n, std::size_t hd, std::size_t H) : dO(n * hd), dq(n * hd), dk(n * hd), dv(n * hd), du(n * hd), dg(n * H) {}
   };
   std::vector<BlockActs> L;
   DeviceBuffer X;                          // (N, d) the residual stream
@@ -117,7 +116,10 @@ struct GpuModel::Impl {
   DeviceBuffer work, partials;             // softmax attention's score workspace; grad_norm's kSumSqBlocks doubles
   DeviceBuffer colsum;                     // column_sums' per-split sums, sized for the step's largest
   DeviceBuffer gemm_work;                  // gemm_3xtf32's per-slice partial products, sized for the step's largest
-  DeviceBuffer dWu_full;                   // VLA: (hd, hd) dU^T K over all head pairs, its diagonal blocks dW_u
+  DeviceBuffer dWu_full;                   // VLA: (hd, hd) du^T k over all head pairs, its diagonal blocks dW_u
+  // cuBLAS reads and writes the row layout (B, T, H, dh): where it runs a product of a head-major tensor, that
+  // tensor passes through one of these (N, hd) buffers, permuted.
+  std::array<DeviceBuffer, 3> row_scratch;
   DeviceBuffer chunk_work;                 // the chunked pair's backward workspace, shared by the layers
 
   float* p(int i) const { return P.get() + off[i]; }
@@ -130,42 +132,72 @@ struct GpuModel::Impl {
   const int* token_positions() const { return token_ids() + 2 * std::size_t(N); }
   const int* token_starts() const { return token_ids() + 3 * std::size_t(N); }
 
+  // The per-head tensors (B, H, T, dh) as head-major (N, hd) matrices; the gate logits (B, H, T) as (N, H).
+  HeadMajor heads() const { return {T, cfg.d_head}; }
+  HeadMajor gate_heads() const { return {T, 1}; }
+
   // The dense projections' products: the fused 3xTF32 GEMM (gpu/gemm_3xtf32.hpp: fp32 accuracy on the tensor
-  // cores) where its contract takes the shape and it is the faster, cuBLAS SGEMM otherwise (dimensions that
-  // are not multiples of 4, unaligned tensors, a weight gradient over many tokens).
-  static bool fused_gemm(int M, int N, int K, const void* A, const void* B, const void* C) {
-    return gemm_3xtf32_serves(M, N, K, A, B, C) && gemm_3xtf32_faster(M, N, K);
+  // cores) where its contract takes the product and it is the faster, cuBLAS SGEMM otherwise (dimensions that
+  // are not multiples of 4, unaligned tensors, a weight gradient over many tokens, heads of a width that is
+  // not a multiple of 4). A product of a head-major tensor stays fused whenever the contract takes it, also
+  // where SGEMM alone is faster (a weight gradient over more than kGemm3xTf32MaxFasterK tokens: 0.80-0.93x),
+  // since SGEMM would need a permute before or after it.
+  static bool fused_gemm(int M, int N, int K, const void* A, const void* B, const void* C, MatrixLayout la, MatrixLayout lb,
+                         const GemmHeads& h) {
+    const bool any_heads = h.a.on() || h.b.on() || h.c.on();
+    return gemm_3xtf32_serves(M, N, K, A, B, C, la, lb, h) && (any_heads || gemm_3xtf32_faster(M, N, K));
   }
-  // Y (N, out) = beta Y + X (N, in) W^T, W (out, in) row-major; then Y += b (when b).
-  void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta) {
-    const float one = 1.f;
-    if (fused_gemm(n, out, in, Xp, W, Y)) {  // the bias in the product's epilogue
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::ColMajor, n, out, in, Xp, W, beta, Y, GemmEpilogue{b, nullptr},
-                               gemm_work.get(), gemm_work.size(), stream),
+  // For cuBLAS: a head-major (n, cols) tensor permuted into row_scratch[slot] in the row layout; x itself when
+  // it is not head-major.
+  const float* rows_of(const float* x, HeadMajor h, int n, int cols, int slot) {
+    if (!h.on()) return x;
+    float* y = row_scratch[slot].get();
+    check_launch(bhtc_to_bthc(x, n / h.T, h.T, cols / h.d, h.d, y, stream), "permute to rows");
+    return y;
+  }
+  // Y (n, out) = beta Y + X (n, in) W^T, W (out, in) row-major; then Y += b (when b). X or Y head-major
+  // where xh, yh say.
+  void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta, HeadMajor xh = {},
+                  HeadMajor yh = {}) {
+    constexpr auto R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
+    if (fused_gemm(n, out, in, Xp, W, Y, R, Cm, {xh, {}, yh})) {  // the bias in the product's epilogue
+      check_launch(gemm_3xtf32(R, Cm, n, out, in, Xp, W, beta, Y, GemmEpilogue{b, nullptr}, gemm_work.get(), gemm_work.size(), stream, {xh, {}, yh}),
                    "gemm forward");
       return;
     }
-    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, Xp, in, &beta, Y, out), "sgemm forward");
-    if (b) check_launch(add_bias(Y, b, n, out, stream), "add_bias");
-  }
-  // dW += dY^T X, db += column sums of dY, dX = beta dX + dY W (when dXp).
-  void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta) {
     const float one = 1.f;
-    if (fused_gemm(out, in, n, dY, Xp, dW)) {  // db from the same product: the row sums of its A = dY^T
-      check_launch(gemm_3xtf32(MatrixLayout::ColMajor, MatrixLayout::RowMajor, out, in, n, dY, Xp, 1.f, dW, GemmEpilogue{nullptr, db},
-                               gemm_work.get(), gemm_work.size(), stream),
+    const float* x = rows_of(Xp, xh, n, in, 0);
+    float* y = yh.on() ? (beta != 0.f ? const_cast<float*>(rows_of(Y, yh, n, out, 1)) : row_scratch[1].get()) : Y;
+    check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, x, in, &beta, y, out), "sgemm forward");
+    if (b) check_launch(add_bias(y, b, n, out, stream), "add_bias");
+    if (yh.on()) check_launch(bthc_to_bhtc(y, n / yh.T, yh.T, out / yh.d, yh.d, Y, stream), "permute to heads");
+  }
+  // dW (+)= dY^T X (accumulate_dw, else =), db += column sums of dY, dX = beta dX + dY W (when dXp). dY, X
+  // or dX head-major where dyh, xh, dxh say.
+  void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta,
+                  HeadMajor dyh = {}, HeadMajor xh = {}, HeadMajor dxh = {}, bool accumulate_dw = true) {
+    constexpr auto R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
+    const float one = 1.f, dw_beta = accumulate_dw ? 1.f : 0.f;
+    const float* dy_rows = nullptr;  // dY in the row layout, once a cuBLAS product has needed it
+    auto dy_for_blas = [&] { return dy_rows ? dy_rows : (dy_rows = rows_of(dY, dyh, n, out, 0)); };
+    if (fused_gemm(out, in, n, dY, Xp, dW, Cm, R, {dyh, xh, {}})) {  // db from the same product: the row sums of its A = dY^T
+      check_launch(gemm_3xtf32(Cm, R, out, in, n, dY, Xp, dw_beta, dW, GemmEpilogue{nullptr, db}, gemm_work.get(), gemm_work.size(), stream,
+                               {dyh, xh, {}}),
                    "gemm dW");
     } else {
-      check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, Xp, in, dY, out, &one, dW, in), "sgemm dW");
-      if (db) check_launch(column_sums(dY, n, out, db, colsum.get(), stream), "column_sums");
+      check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, rows_of(Xp, xh, n, in, 1), in, dy_for_blas(), out, &dw_beta, dW, in),
+                 "sgemm dW");
+      if (db) check_launch(column_sums(dy_for_blas(), n, out, db, colsum.get(), stream), "column_sums");
     }
     if (!dXp) return;
-    if (fused_gemm(n, in, out, dY, W, dXp))
-      check_launch(gemm_3xtf32(MatrixLayout::RowMajor, MatrixLayout::RowMajor, n, in, out, dY, W, beta, dXp, GemmEpilogue{}, gemm_work.get(),
-                               gemm_work.size(), stream),
+    if (fused_gemm(n, in, out, dY, W, dXp, R, R, {dyh, {}, dxh})) {
+      check_launch(gemm_3xtf32(R, R, n, in, out, dY, W, beta, dXp, GemmEpilogue{}, gemm_work.get(), gemm_work.size(), stream, {dyh, {}, dxh}),
                    "gemm dX");
-    else
-      check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dY, out, &beta, dXp, in), "sgemm dX");
+      return;
+    }
+    float* dx = dxh.on() ? (beta != 0.f ? const_cast<float*>(rows_of(dXp, dxh, n, in, 2)) : row_scratch[2].get()) : dXp;
+    check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dy_for_blas(), out, &beta, dx, in), "sgemm dX");
+    if (dxh.on()) check_launch(bthc_to_bhtc(dx, n / dxh.T, dxh.T, in / dxh.d, dxh.d, dXp, stream), "permute to heads");
   }
 
   void allocate(int b, int t) {
@@ -174,13 +206,14 @@ struct GpuModel::Impl {
     const std::size_t n = N, d = cfg.d_model, hd = std::size_t(cfg.heads) * cfg.d_head, F = cfg.ffn, V_ = cfg.vocab, H = cfg.heads;
     L.clear();
     L.reserve(cfg.layers);
-    for (int l = 0; l < cfg.layers; ++l) L.emplace_back(n, d, hd, H, F);
+    for (int l = 0; l < cfg.layers; ++l) L.emplace_back(n, d, hd, H, F, kind() == RecurrentKind::Vla, gated());
     X = DeviceBuffer(n * d);
     lnf = LayerNormActs(n, d);
     logits = DeviceBuffer(n * V_); dlogits = DeviceBuffer(n * V_); ce = DeviceBuffer(n); correct = DeviceBuffer(n);
     ids = DeviceBuffer(3 * n + std::size_t(V_) + 1);
     dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
     dmix = MixerGrads(n, hd, H);
+    for (auto& r : row_scratch) r = DeviceBuffer(n * hd);
     stats = DeviceBuffer(softmax() ? 0 : std::size_t(cfg.layers) * n * H * 3);
     std::size_t scratch = column_sums_scratch_floats(B, T * int(d));  // the positional gradient: (B, T d) column sums
     for (const std::size_t m : {d, hd, F, H}) scratch = std::max(scratch, column_sums_scratch_floats(N, int(m)));
@@ -188,7 +221,7 @@ struct GpuModel::Impl {
     // The GEMMs' split-K workspace, sized for the largest of every linear layer's three products (linear_fwd,
     // linear_bwd): y (N, out) over in, dW (out, in) over N, dx (N, in) over out.
     std::size_t gemm_scratch = 0;
-    for (const auto& [out, in] : {std::pair{hd, d}, std::pair{d, hd}, std::pair{F, d}, std::pair{d, F}, std::pair{H, d}, std::pair{V_, d}})
+    for (const auto& [out, in] : {std::pair{hd, d}, std::pair{d, hd}, std::pair{hd, hd}, std::pair{F, d}, std::pair{d, F}, std::pair{H, d}, std::pair{V_, d}})
       for (const auto [M, Nc, K] : {std::array{N, int(out), int(in)}, std::array{int(out), int(in), N}, std::array{N, int(in), int(out)}})
         gemm_scratch = std::max(gemm_scratch, gemm_3xtf32_workspace_floats(M, Nc, K));
     gemm_work = DeviceBuffer(gemm_scratch);
@@ -405,54 +438,48 @@ void GpuModel::Impl::ln_backward(int gain, int bias, const LayerNormActs& a, boo
 RecurrentTensors GpuModel::Impl::kernel_inputs(const MixerActs& a) const {
   RecurrentTensors x;
   x.B = B; x.H = cfg.heads; x.T = T; x.d = cfg.d_head;
-  x.q = a.qb.get(); x.k = a.kb.get(); x.v = a.vb.get();
-  if (kind() == RecurrentKind::Vla) x.u = a.ub.get();
-  if (gated()) x.g = a.gb.get();
+  x.q = a.q.get(); x.k = a.k.get(); x.v = a.v.get();
+  if (kind() == RecurrentKind::Vla) x.u = a.u.get();
+  if (gated()) x.g = a.g.get();
   return x;
 }
 
 // Mixer (core/model/mixer.hpp): from H1 (N, d), X += O W_o^T + b_o with O (N, hd) the per-head
-// attention of Q, K, V (and U, G) = H1 W^T + b. With backward, a recurrent mixer's forward also writes
-// the state norms (stats) and this layer's backward checkpoints.
+// attention of Q, K, V (and U, G) = H1 W^T + b, each kept head-major. With backward, a recurrent mixer's
+// forward also writes the state norms (stats) and this layer's backward checkpoints.
 void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool backward, const RecurrentParams& rp) {
   using namespace model;
   const int d = cfg.d_model, H = cfg.heads, dh = cfg.d_head, hd = H * dh;
-  linear_fwd(H1, N, d, p(blk(l, WQ)), p(blk(l, BQ)), hd, a.Q.get(), 0.f);
-  linear_fwd(H1, N, d, p(blk(l, WK)), p(blk(l, BK)), hd, a.K.get(), 0.f);
-  linear_fwd(H1, N, d, p(blk(l, WV)), p(blk(l, BV)), hd, a.V.get(), 0.f);
-  check_launch(bthc_to_bhtc(a.Q.get(), B, T, H, dh, a.qb.get(), stream), "permute q");
-  check_launch(bthc_to_bhtc(a.K.get(), B, T, H, dh, a.kb.get(), stream), "permute k");
-  check_launch(bthc_to_bhtc(a.V.get(), B, T, H, dh, a.vb.get(), stream), "permute v");
+  const HeadMajor hm = heads();
+  linear_fwd(H1, N, d, p(blk(l, WQ)), p(blk(l, BQ)), hd, a.q.get(), 0.f, {}, hm);
+  linear_fwd(H1, N, d, p(blk(l, WK)), p(blk(l, BK)), hd, a.k.get(), 0.f, {}, hm);
+  linear_fwd(H1, N, d, p(blk(l, WV)), p(blk(l, BV)), hd, a.v.get(), 0.f, {}, hm);
   RecurrentTensors x = kernel_inputs(a);
-  x.o = a.ob.get();
+  x.o = a.o.get();
   if (backward && !softmax() && !chunked) {
     x.stats = stats.get() + std::size_t(l) * N * H * 3;  // S/A norms for the log
     x.checkpoints = a.ck.get();  // for this layer's backward
   }
   if (kind() == RecurrentKind::Vla) u_forward(l, a);
-  if (gated()) {  // gate logits G = H1 W_g^T + b_g, (N, H)
-    linear_fwd(H1, N, d, p(blk(l, WG)), p(blk(l, BG)), H, a.G.get(), 0.f);
-    check_launch(bthc_to_bhtc(a.G.get(), B, T, H, 1, a.gb.get(), stream), "permute g");
-  }
+  if (gated()) linear_fwd(H1, N, d, p(blk(l, WG)), p(blk(l, BG)), H, a.g.get(), 0.f, {}, gate_heads());  // gate logits, (B, H, T)
   if (softmax()) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
   else if (chunked) check_launch(chunked_vla_forward(x, rp, 0, 0, stream, backward ? a.ck.get() : nullptr), "chunked_vla_forward");
   else check_launch(recurrent_forward(kind(), x, rp, stream), "recurrent_forward");
-  check_launch(bhtc_to_bthc(a.ob.get(), B, T, H, dh, a.O.get(), stream), "permute o");
-  linear_fwd(a.O.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f);  // X += Y (residual)
+  linear_fwd(a.o.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f, hm, {});  // X += Y (residual)
 }
 // From dX = dL/dY: dH = dL/dH1, through the output projection, the attention's backward (the recurrent
 // one from the forward's checkpoints) and the input projections.
 void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, const RecurrentParams& rp) {
   using namespace model;
   const int d = cfg.d_model, H = cfg.heads, dh = cfg.d_head, hd = H * dh;
+  const HeadMajor hm = heads();
   auto& m = dmix;
-  linear_bwd(dX.get(), N, d, a.O.get(), hd, p(blk(l, WO)), g(blk(l, WO)), g(blk(l, BO)), m.dO.get(), 0.f);
-  check_launch(bthc_to_bhtc(m.dO.get(), B, T, H, dh, m.dob.get(), stream), "permute dO");
+  linear_bwd(dX.get(), N, d, a.o.get(), hd, p(blk(l, WO)), g(blk(l, WO)), g(blk(l, BO)), m.dO.get(), 0.f, {}, hm, hm);
   RecurrentTensors x = kernel_inputs(a);
   RecurrentGrads rg;
-  rg.dout = m.dob.get(); rg.dq = m.dqb.get(); rg.dk = m.dkb.get(); rg.dv = m.dvb.get();
-  if (kind() == RecurrentKind::Vla) rg.du = m.dub.get();
-  if (gated()) rg.dg = m.dgb.get();
+  rg.dout = m.dO.get(); rg.dq = m.dq.get(); rg.dk = m.dk.get(); rg.dv = m.dv.get();
+  if (kind() == RecurrentKind::Vla) rg.du = m.du.get();
+  if (gated()) rg.dg = m.dg.get();
   if (softmax())
     softmax_attention_backward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, rg.dout, rg.dq, rg.dk, rg.dv, plan, work.get());
   else {
@@ -463,47 +490,31 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
       check_launch(recurrent_backward(kind(), x, rg, rp, a.ck.get(), stream), "recurrent_backward");
     }
   }
-  check_launch(bhtc_to_bthc(m.dqb.get(), B, T, H, dh, m.dQ.get(), stream), "permute dq");
-  check_launch(bhtc_to_bthc(m.dkb.get(), B, T, H, dh, m.dK.get(), stream), "permute dk");
-  check_launch(bhtc_to_bthc(m.dvb.get(), B, T, H, dh, m.dV.get(), stream), "permute dv");
-  if (kind() == RecurrentKind::Vla) u_backward(l, a);
-  linear_bwd(m.dQ.get(), N, hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f);
-  linear_bwd(m.dK.get(), N, hd, H1, d, p(blk(l, WK)), g(blk(l, WK)), g(blk(l, BK)), dH.get(), 1.f);
-  linear_bwd(m.dV.get(), N, hd, H1, d, p(blk(l, WV)), g(blk(l, WV)), g(blk(l, BV)), dH.get(), 1.f);
-  if (gated()) {
-    check_launch(bhtc_to_bthc(m.dgb.get(), B, T, H, 1, m.dG.get(), stream), "permute dg");
-    linear_bwd(m.dG.get(), N, H, H1, d, p(blk(l, WG)), g(blk(l, WG)), g(blk(l, BG)), dH.get(), 1.f);
-  }
+  if (kind() == RecurrentKind::Vla) u_backward(l, a);  // dk += through u, before dk is read below
+  linear_bwd(m.dq.get(), N, hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f, hm);
+  linear_bwd(m.dk.get(), N, hd, H1, d, p(blk(l, WK)), g(blk(l, WK)), g(blk(l, BK)), dH.get(), 1.f, hm);
+  linear_bwd(m.dv.get(), N, hd, H1, d, p(blk(l, WV)), g(blk(l, WV)), g(blk(l, BV)), dH.get(), 1.f, hm);
+  if (gated()) linear_bwd(m.dg.get(), N, H, H1, d, p(blk(l, WG)), g(blk(l, WG)), g(blk(l, BG)), dH.get(), 1.f, gate_heads());
 }
 
-// VLA's u_raw^h = K^h W_u^h^T + b_u^h (Alg. 1 line 10), per head: W_u is (H*dh, dh), block h its rows;
-// U (N, hd), then ub (B, H, T, dh) for the kernels.
+// VLA's u_raw^h = W_u^h k^h + b_u^h (Alg. 1 line 10), per head: W_u is (H dh, dh), block h its rows. All
+// heads in one head-major product, u = k Wu_blocks^T + b_u, with the block-diagonal matrix of the W_u^h
+// (zeros off the diagonal blocks add exact zeros: each u^h reads its own head's k alone).
 void GpuModel::Impl::u_forward(int l, MixerActs& a) {
   using namespace model;
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
-  const float one = 1.f, zero = 0.f;  // one GEMM per head, batched: head h at W_u + h dh^2, K + h dh, U + h dh
-  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)), dh, (long long)dh * dh, a.K.get(), hd, dh,
-                                       &zero, a.U.get(), hd, dh, H),
-             "sgemm u");
-  check_launch(add_bias(a.U.get(), p(blk(l, BU)), N, hd, stream), "bias u");
-  check_launch(bthc_to_bhtc(a.U.get(), B, T, H, dh, a.ub.get(), stream), "permute u");
+  check_launch(block_diagonal(p(blk(l, WU)), H, dh, a.Wu_blocks.get(), stream), "W_u blocks");
+  linear_fwd(a.k.get(), N, hd, a.Wu_blocks.get(), p(blk(l, BU)), hd, a.u.get(), 0.f, heads(), heads());
 }
-// From dub = dL/du_raw: dW_u^h += dU^h^T K^h, db_u += column sums, dK^h += dU^h W_u^h.
+// From du = dL/du_raw: dW_u^h += du^h^T k^h (the diagonal blocks of du^T k), db_u += column sums of du,
+// dk += du Wu_blocks (each head's du^h W_u^h).
 void GpuModel::Impl::u_backward(int l, const MixerActs& a) {
   using namespace model;
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
-  auto& m = dmix;
-  check_launch(bhtc_to_bthc(m.dub.get(), B, T, H, dh, m.dU.get(), stream), "permute du");
-  const float one = 1.f, zero = 0.f;
-  // dW_u^h (dh x dh at + h dh^2) += dU^h^T K^h: the diagonal blocks of one (hd x hd) GEMM over all N rows,
-  // which cuBLAS splits over N (a strided batch of H small GEMMs ran on H blocks: 20% of a large-batch step).
-  check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, hd, hd, N, &one, a.K.get(), hd, m.dU.get(), hd, &zero, dWu_full.get(), hd), "sgemm dWu");
+  const HeadMajor hm = heads();
+  linear_bwd(dmix.du.get(), N, hd, a.k.get(), hd, a.Wu_blocks.get(), dWu_full.get(), g(blk(l, BU)), dmix.dk.get(), 1.f, hm, hm, hm,
+             /*accumulate_dw=*/false);
   check_launch(add_diagonal_blocks(dWu_full.get(), H, dh, g(blk(l, WU)), stream), "dWu blocks");
-  // dK^h += dU^h W_u^h, per head h, batched.
-  check_blas(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, dh, N, dh, &one, p(blk(l, WU)), dh, (long long)dh * dh, m.dU.get(), hd, dh,
-                                       &one, m.dK.get(), hd, dh, H),
-             "sgemm dK from u");
-  check_launch(column_sums(m.dU.get(), N, hd, g(blk(l, BU)), colsum.get(), stream), "column_sums bu");
 }
 
 // FFN: from H2 (N, d), X += W2 GELU(Z1) + b2 with Z1 = H2 W1^T + b1 (N, F).

@@ -140,6 +140,81 @@ TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
   CHECK(std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)) == 0);
 }
 
+namespace {
+// (B T) x (H d) row-major <-> (B, H, T, d): the head-major storage of gpu/gemm_3xtf32.hpp.
+std::vector<float> to_heads(const std::vector<float>& x, int T, int d, int cols) {
+  std::vector<float> y(x.size());
+  const int rows = int(x.size()) / cols, H = cols / d;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) y[((std::size_t(r / T) * H + c / d) * T + r % T) * d + c % d] = x[std::size_t(r) * cols + c];
+  return y;
+}
+}  // namespace
+
+// If it failed: a head-major operand read from (or C written to) the wrong sequence, head or token (an
+// offset's b, h, t or j), the split-K reduction writing C dense, or the head-major variant rounding
+// otherwise than the dense product: its contract is the same bits as the dense product of the permuted
+// matrices, which this compares bit for bit (tokens T = 7 and 25, heads of 4 and 32, K split and not).
+TEST_CASE("3xTF32 GEMM reads and writes head-major matrices in place, with the dense product's bits", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
+  using vla::gpu::GemmHeads;
+  using vla::gpu::HeadMajor;
+  const auto R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
+  struct Case { int T, d, H, B, other; };  // tokens N = B T, head-major width H d, the dense side `other`
+  const Case cases[] = {{7, 4, 3, 4, 20}, {25, 32, 4, 64, 128}};
+  std::mt19937 rng(11);
+  for (const auto& [T, d, H, Bn, other] : cases) {
+    const int N = Bn * T, hd = H * d;
+    const HeadMajor hm{T, d};
+    // The training step's four head-major products: y = x W^T into heads (C), y = heads W^T (A row-major),
+    // dW = dy_heads^T x (A column-major, a long K: split over blocks at N = 1600), and dW = x^T heads (B).
+    struct Product { MatrixLayout la, lb; int M, Nc, K; bool a_heads, b_heads, c_heads; };
+    const Product products[] = {{R, Cm, N, hd, other, false, false, true},
+                                {R, Cm, N, other, hd, true, false, false},
+                                {Cm, R, hd, other, N, true, false, false},
+                                {Cm, R, other, hd, N, false, true, false}};
+    for (const auto& pr : products) {
+      const std::size_t a_n = std::size_t(pr.M) * pr.K, b_n = std::size_t(pr.K) * pr.Nc, c_n = std::size_t(pr.M) * pr.Nc;
+      DeviceBuffer A, B, C, bias, rsum;
+      const auto a = upload_random(A, a_n, rng), b = upload_random(B, b_n, rng), c0 = upload_random(C, c_n, rng);
+      upload_random(bias, std::size_t(pr.Nc), rng);
+      const auto rsum0 = upload_random(rsum, std::size_t(pr.M), rng);
+      // The stored matrices' columns: a row-major A is M x K, a column-major one stored K x M; likewise B.
+      const int a_cols = pr.la == R ? pr.K : pr.M, b_cols = pr.lb == R ? pr.Nc : pr.K;
+      DeviceBuffer Ah(pr.a_heads ? to_heads(a, T, d, a_cols) : a), Bh(pr.b_heads ? to_heads(b, T, d, b_cols) : b),
+          Ch(pr.c_heads ? to_heads(c0, T, d, pr.Nc) : c0), rsum_h(rsum0);
+      DeviceBuffer work(std::max<std::size_t>(1, vla::gpu::gemm_3xtf32_workspace_floats(pr.M, pr.Nc, pr.K)));
+      const GemmHeads heads{pr.a_heads ? hm : HeadMajor{}, pr.b_heads ? hm : HeadMajor{}, pr.c_heads ? hm : HeadMajor{}};
+      REQUIRE(vla::gpu::gemm_3xtf32_serves(pr.M, pr.Nc, pr.K, Ah.get(), Bh.get(), Ch.get(), pr.la, pr.lb, heads));
+      for (const float beta : {0.f, 1.f}) {
+        check(vla::gpu::gemm_3xtf32(pr.la, pr.lb, pr.M, pr.Nc, pr.K, A.get(), B.get(), beta, C.get(), {bias.get(), rsum.get()}, work.get(),
+                                    work.size(), nullptr),
+              "dense");
+        check(vla::gpu::gemm_3xtf32(pr.la, pr.lb, pr.M, pr.Nc, pr.K, Ah.get(), Bh.get(), beta, Ch.get(), {bias.get(), rsum_h.get()}, work.get(),
+                                    work.size(), nullptr, heads),
+              "head-major");
+        check(cudaDeviceSynchronize(), "sync");
+        const auto dense = download(C, c_n), got = download(Ch, c_n);
+        const auto want = pr.c_heads ? to_heads(dense, T, d, pr.Nc) : dense;
+        INFO("T " << T << " d " << d << " M " << pr.M << " N " << pr.Nc << " K " << pr.K << " heads a/b/c " << pr.a_heads << pr.b_heads
+                  << pr.c_heads << " beta " << beta);
+        CHECK(std::memcmp(got.data(), want.data(), c_n * sizeof(float)) == 0);
+        const auto rs = download(rsum, pr.M), rs_h = download(rsum_h, pr.M);
+        CHECK(std::memcmp(rs.data(), rs_h.data(), rs.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+  // The contract: whole sequences and heads, heads of a multiple of 4.
+  DeviceBuffer X(64 * 64);
+  const HeadMajor hm{7, 4};
+  CHECK(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, hm}));
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(24, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, hm}));             // 24 rows: not whole sequences of 7
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, HeadMajor{7, 2}}));  // heads of 2
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, HeadMajor{7, 8}}));  // 12 columns: not whole heads of 8
+  CHECK(vla::gpu::gemm_3xtf32_serves(8, 12, 28, X.get(), X.get(), X.get(), Cm, R, {hm, {}, {}}));                  // A stored 28 x 8: tokens are its rows
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), Cm, R, {hm, {}, {}}));            // stored 8 x 28
+}
+
 // If it failed: a shape the kernel cannot read with float4s (or a missing workspace) would be launched and
 // read out of bounds, instead of being refused so that the caller takes cuBLAS SGEMM.
 TEST_CASE("3xTF32 GEMM refuses what its contract does not take, launching nothing", "[gpu]") {

@@ -122,7 +122,26 @@ TEST_CASE("a per-head weight gradient's blocks come from the dense product's dia
     for (int r = 0; r < dh; ++r)
       for (int c = 0; c < dh; ++c) {
         const std::size_t i = (std::size_t(h) * dh + r) * dh + c;
-        // column-major full: element (row h dh + c, column h dh + r)
-        CHECK(o[i] == out0[i] + full[std::size_t(h * dh + c) + std::size_t(h * dh + r) * hd]);
+        // row-major full: element (row h dh + r, column h dh + c)
+        CHECK(o[i] == out0[i] + full[std::size_t(h * dh + r) * hd + std::size_t(h * dh + c)]);
       }
+}
+
+// If it failed: VLA's u = W_u^h k^h, taken as one dense product with the block-diagonal matrix, would mix
+// heads (a block off the diagonal, or one not zeroed) or read a head's block transposed.
+TEST_CASE("the block-diagonal matrix holds each head's block on the diagonal and zeros elsewhere", "[gpu]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
+  std::mt19937 rng(4);
+  const int H = 3, dh = 5, hd = H * dh;
+  const std::vector<float> blocks = random_floats(std::size_t(H) * dh * dh, rng);
+  DeviceBuffer Bl(blocks), W(random_floats(std::size_t(hd) * hd, rng));  // W starts as noise: every entry must be written
+  check(tk::block_diagonal(Bl.get(), H, dh, W.get(), nullptr), "block_diagonal");
+  check(cudaDeviceSynchronize(), "sync");
+  const std::vector<float> w = W.download();
+  for (int row = 0; row < hd; ++row)
+    for (int col = 0; col < hd; ++col) {
+      const int h = row / dh;
+      const float want = col / dh == h ? blocks[(std::size_t(h) * dh + row % dh) * dh + col % dh] : 0.f;
+      CHECK(w[std::size_t(row) * hd + col] == want);
+    }
 }
