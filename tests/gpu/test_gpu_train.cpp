@@ -65,10 +65,12 @@ TEST_CASE("GPU batch gradient equals the CPU model's (loss and every parameter g
   struct Case { std::string mixer; int d_head; int batch = 8; };
   // Table 4's ablations (vla-fixed-a runs on DeltaNet's kernel with VLA's parameters: W_u's gradient is
   // zero on both devices) and its wide heads (96: the forward's 4-part rows, 128: A's column in registers).
-  // Batch 80 (1040 rows): the bias and LayerNorm gradients' column sums split their rows.
+  // Batch 80 (1040 rows): the bias and LayerNorm gradients' column sums split their rows. Batch 3 (39 rows,
+  // not a multiple of 4): every product runs on cuBLAS, the head-major tensors permuted around it (as
+  // DeltaNet's gate logits, one per head, are at every batch).
   for (const auto& [mixer, d_head, nb] : {Case{"vla", 16}, Case{"linear", 16}, Case{"deltanet", 16}, Case{"softmax", 16},
                                           Case{"vla-fixed-a", 16}, Case{"vla-no-knorm", 16}, Case{"vla", 96}, Case{"vla", 128},
-                                          Case{"vla", 16, 80}}) {
+                                          Case{"vla", 16, 80}, Case{"vla", 16, 3}, Case{"deltanet", 16, 3}}) {
     ModelConfig c = small_model(mixer);
     c.d_head = d_head;
     const Params<float> p = vla::model::init_params<float>(c, 7);
