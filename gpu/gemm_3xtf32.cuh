@@ -34,6 +34,53 @@ struct Plan {
   }
 };
 
+// n / d for 0 <= n < 2^31 as one wide multiply and a shift, the divisor's reciprocal rounded up on the host:
+// with l = ceil(log2 d) and m = ceil(2^(31 + l) / d) (< 2^32), n / d = (n m) >> (31 + l) for every such n,
+// since m d - 2^(31 + l) < d makes n m / 2^(31 + l) exceed n / d by less than n / 2^(31 + l) < 2^-l <= 1 / d.
+// A head-major offset takes two divisions; as `/` by a runtime value they made the product ~1.7x slower.
+struct Divisor {
+  int d = 1;
+  unsigned m = 1u << 31;
+  int shift = 31;
+  Divisor() = default;
+  explicit Divisor(int divisor) : d(divisor) {
+    int l = 0;
+    while ((1LL << l) < divisor) ++l;
+    shift = 31 + l;
+    m = static_cast<unsigned>(((1ULL << shift) + static_cast<unsigned long long>(divisor) - 1) / static_cast<unsigned long long>(divisor));
+  }
+  __device__ int div(int n) const { return static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * m) >> shift); }
+};
+
+// A head-major matrix's offset (gpu/gemm_3xtf32.hpp: entry (r, c) at ((b H + h) T + t) d + j) as a row part
+// b H T d + t d plus a column part h T d + j, so that a thread works out each of its rows and columns once.
+struct HeadIndex {
+  bool on = false;
+  Divisor T, d;
+  long long seq_stride = 0;  // H T d
+  int head_stride = 0;       // T d
+  HeadIndex() = default;
+  HeadIndex(HeadMajor h, int cols) : on(h.on()) {
+    if (!on) return;
+    T = Divisor(h.T);
+    d = Divisor(h.d);
+    head_stride = h.T * h.d;
+    seq_stride = static_cast<long long>(cols / h.d) * head_stride;
+  }
+  __device__ long long row(int r) const {
+    const int b = T.div(r);
+    return b * seq_stride + static_cast<long long>(r - b * T.d) * d.d;
+  }
+  __device__ long long col(int c) const {
+    const int h = d.div(c);
+    return static_cast<long long>(h) * head_stride + (c - h * d.d);
+  }
+};
+// The product's three matrices' indices (A and B as stored).
+struct HeadIndices {
+  HeadIndex a, b, c;
+};
+
 // An operand entry as the passes read it: split (three passes), or its bits as they are (one pass: the
 // tensor core reads the leading 11).
 template <Passes P> __device__ __forceinline__ Tf32 operand(float x) {
@@ -51,10 +98,10 @@ template <int kOuter, int kInner> struct StoredTile {
   // Float4 i (0..3) of this thread: the tile at (o0, i0) of an (outer_n x inner_n) matrix stored row-major or
   // head-major (hm); a float4 past the matrix reads as zeros (both extents are multiples of 4, so a float4 is
   // wholly in or out).
-  static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i, HeadMajor hm) {
+  static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i, const HeadIndex& hi) {
     const int idx = threadIdx.x + kThreads * i, o = o0 + idx / kVecs, in = i0 + 4 * (idx % kVecs);
     if (o >= outer_n || in >= inner_n) return make_float4(0.f, 0.f, 0.f, 0.f);
-    const long long at = hm.on() ? head_major_offset(hm, inner_n, o, in) : static_cast<long long>(o) * inner_n + in;
+    const long long at = hi.on ? hi.row(o) + hi.col(in) : static_cast<long long>(o) * inner_n + in;
     return *reinterpret_cast<const float4*>(P + at);
   }
   __device__ void store(float4 x, int i) {
@@ -65,15 +112,15 @@ template <int kOuter, int kInner> struct StoredTile {
 template <MatrixLayout L> struct ATile : StoredTile<L == MatrixLayout::RowMajor ? BM : BK, L == MatrixLayout::RowMajor ? BK : BM> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int m, int k) const { return kRow ? this->v[m][k] : this->v[k][m]; }
-  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i, HeadMajor hm) {
-    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i, hm) : ATile::StoredTile::fetch(A, K, M, k0, m0, i, hm);
+  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i, const HeadIndex& hi) {
+    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i, hi) : ATile::StoredTile::fetch(A, K, M, k0, m0, i, hi);
   }
 };
 template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor ? BK : BN, L == MatrixLayout::RowMajor ? BN : BK> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int k, int n) const { return kRow ? this->v[k][n] : this->v[n][k]; }
-  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i, HeadMajor hm) {
-    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i, hm) : BTile::StoredTile::fetch(B, N, K, n0, k0, i, hm);
+  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i, const HeadIndex& hi) {
+    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i, hi) : BTile::StoredTile::fetch(B, N, K, n0, k0, i, hi);
   }
 };
 
@@ -81,7 +128,7 @@ template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor 
 // registers from their global read to their shared store.
 template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
   float4 a[4], b[4];
-  __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0, const GemmHeads& h) {
+  __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0, const HeadIndices& h) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       a[i] = ATile<LA>::fetch(A, M, K, m0, k0, i, h.a);
@@ -105,8 +152,8 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
 // kHeads: some matrix is head-major (a separate instantiation, so that the dense products keep their registers).
 template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks, bool kHeads>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
-                                                       int k_per_split, float beta, const float* bias, float* rsum, const GemmHeads heads_arg) {
-  const GemmHeads heads = kHeads ? heads_arg : GemmHeads{};  // dense: every offset folds to r cols + c
+                                                       int k_per_split, float beta, const float* bias, float* rsum, const HeadIndices heads_arg) {
+  const HeadIndices heads = kHeads ? heads_arg : HeadIndices{};  // dense: every offset folds to r cols + c
   __shared__ __align__(16) ATile<LA> as;
   __shared__ __align__(16) BTile<LB> bs;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -178,16 +225,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
     else rsum[m] += row_sum;
   }
   float* out = split ? work + static_cast<long long>(blockIdx.z) * M * N : C;
+  // Head-major C: an entry's offset is its row's part plus its column's (HeadIndex), (n, n + 1) in one head, d
+  // being even; the slices' partial products are dense.
+  const bool c_heads = !split && heads.c.on;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm + 16 * mi + g + 8 * h;
+      if (m >= M) continue;
+      const long long row_at = c_heads ? heads.c.row(m) : static_cast<long long>(m) * N;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = m0 + wm + 16 * mi + g + 8 * h, n = n0 + wn + 8 * ni + 2 * t;
-        if (m >= M || n >= N) continue;  // N is even: (n, n + 1) is wholly in or out
-        // (n, n + 1) lie in one head (d is even); the slices' partial products are dense.
-        const long long at = !split && heads.c.on() ? head_major_offset(heads.c, N, m, n) : static_cast<long long>(m) * N + n;
+      for (int ni = 0; ni < 4; ++ni) {
+        const int n = n0 + wn + 8 * ni + 2 * t;
+        if (n >= N) continue;  // N is even: (n, n + 1) is wholly in or out
+        const long long at = row_at + (c_heads ? heads.c.col(n) : n);
         float2 v = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
         if (!split && beta != 0.f) {
           const float2 old = *reinterpret_cast<const float2*>(out + at);
@@ -200,6 +252,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
         }
         *reinterpret_cast<float2*>(out + at) = v;
       }
+    }
 }
 
 __device__ __forceinline__ void add_to(float& s, float r) { s += r; }
@@ -225,15 +278,15 @@ template <class V> __device__ __forceinline__ V sum_slices(const V* w, long long
 // head-major: the float4 lies in one head); then, with rsum, one thread per row m: rsum[m] += the slices' row
 // sums in order.
 static __global__ void __launch_bounds__(256) reduce_slices_kernel(const float* work, float* C, int M, int N, int splits, float beta,
-                                                                   const float* bias, float* rsum, HeadMajor c_heads) {
+                                                                   const float* bias, float* rsum, const HeadIndex c_heads) {
   const long long mn4 = static_cast<long long>(M) * N / 4;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i < mn4) {
     float4 s = sum_slices(reinterpret_cast<const float4*>(work) + i, mn4, splits);
     float4* c_at = reinterpret_cast<float4*>(C) + i;
-    if (c_heads.on()) {
+    if (c_heads.on) {
       const long long e = 4 * i;
-      c_at = reinterpret_cast<float4*>(C + head_major_offset(c_heads, N, static_cast<int>(e / N), static_cast<int>(e % N)));
+      c_at = reinterpret_cast<float4*>(C + c_heads.row(static_cast<int>(e / N)) + c_heads.col(static_cast<int>(e % N)));
     }
     if (beta != 0.f) {
       const float4 c = *c_at;
@@ -256,15 +309,18 @@ cudaError_t launch(int M, int N, int K, const float* A, const float* B, float be
                    cudaStream_t s, const GemmHeads& heads) {
   const Plan plan(M, N, K);
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits);
-  if (heads.a.on() || heads.b.on() || heads.c.on())
-    gemm_kernel<LA, LB, P, kMinBlocks, true><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, heads);
+  // Each matrix's columns as stored: A row-major M x K or stored K x M, B likewise.
+  const HeadIndices hi{HeadIndex(heads.a, LA == MatrixLayout::RowMajor ? K : M), HeadIndex(heads.b, LB == MatrixLayout::RowMajor ? N : K),
+                       HeadIndex(heads.c, N)};
+  if (hi.a.on || hi.b.on || hi.c.on)
+    gemm_kernel<LA, LB, P, kMinBlocks, true><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);
   else
-    gemm_kernel<LA, LB, P, kMinBlocks, false><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, heads);
+    gemm_kernel<LA, LB, P, kMinBlocks, false><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.splits == 1) return e;
   const long long items = static_cast<long long>(M) * N / 4 + (ep.a_row_sums ? M : 0);
   reduce_slices_kernel<<<static_cast<unsigned>((items + 255) / 256), 256, 0, s>>>(work, C, M, N, plan.splits, beta, ep.bias, ep.a_row_sums,
-                                                                                  heads.c);
+                                                                                  hi.c);
   return cudaGetLastError();
 }
 
