@@ -76,10 +76,12 @@ struct HeadIndex {
     return static_cast<long long>(h) * head_stride + (c - h * d.d);
   }
 };
-// The product's three matrices' indices (A and B as stored).
+// The product's three matrices' indices (A and B as stored), and which are head-major as a kernel's template
+// argument (a bit each: the indices of a dense matrix are never computed, so they hold no registers).
 struct HeadIndices {
   HeadIndex a, b, c;
 };
+constexpr unsigned kHeadsA = 1, kHeadsB = 2, kHeadsC = 4;
 
 // An operand entry as the passes read it: split (three passes), or its bits as they are (one pass: the
 // tensor core reads the leading 11).
@@ -98,10 +100,11 @@ template <int kOuter, int kInner> struct StoredTile {
   // Float4 i (0..3) of this thread: the tile at (o0, i0) of an (outer_n x inner_n) matrix stored row-major or
   // head-major (hm); a float4 past the matrix reads as zeros (both extents are multiples of 4, so a float4 is
   // wholly in or out).
+  template <bool kHeads>
   static __device__ float4 fetch(const float* P, int outer_n, int inner_n, int o0, int i0, int i, const HeadIndex& hi) {
     const int idx = threadIdx.x + kThreads * i, o = o0 + idx / kVecs, in = i0 + 4 * (idx % kVecs);
     if (o >= outer_n || in >= inner_n) return make_float4(0.f, 0.f, 0.f, 0.f);
-    const long long at = hi.on ? hi.row(o) + hi.col(in) : static_cast<long long>(o) * inner_n + in;
+    const long long at = kHeads ? hi.row(o) + hi.col(in) : static_cast<long long>(o) * inner_n + in;
     return *reinterpret_cast<const float4*>(P + at);
   }
   __device__ void store(float4 x, int i) {
@@ -112,15 +115,17 @@ template <int kOuter, int kInner> struct StoredTile {
 template <MatrixLayout L> struct ATile : StoredTile<L == MatrixLayout::RowMajor ? BM : BK, L == MatrixLayout::RowMajor ? BK : BM> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int m, int k) const { return kRow ? this->v[m][k] : this->v[k][m]; }
-  __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i, const HeadIndex& hi) {
-    return kRow ? ATile::StoredTile::fetch(A, M, K, m0, k0, i, hi) : ATile::StoredTile::fetch(A, K, M, k0, m0, i, hi);
+  template <bool kHeads> __device__ static float4 fetch(const float* A, int M, int K, int m0, int k0, int i, const HeadIndex& hi) {
+    using S = typename ATile::StoredTile;
+    return kRow ? S::template fetch<kHeads>(A, M, K, m0, k0, i, hi) : S::template fetch<kHeads>(A, K, M, k0, m0, i, hi);
   }
 };
 template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor ? BK : BN, L == MatrixLayout::RowMajor ? BN : BK> {
   static constexpr bool kRow = L == MatrixLayout::RowMajor;
   __device__ float at(int k, int n) const { return kRow ? this->v[k][n] : this->v[n][k]; }
-  __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i, const HeadIndex& hi) {
-    return kRow ? BTile::StoredTile::fetch(B, K, N, k0, n0, i, hi) : BTile::StoredTile::fetch(B, N, K, n0, k0, i, hi);
+  template <bool kHeads> __device__ static float4 fetch(const float* B, int N, int K, int n0, int k0, int i, const HeadIndex& hi) {
+    using S = typename BTile::StoredTile;
+    return kRow ? S::template fetch<kHeads>(B, K, N, k0, n0, i, hi) : S::template fetch<kHeads>(B, N, K, n0, k0, i, hi);
   }
 };
 
@@ -128,11 +133,12 @@ template <MatrixLayout L> struct BTile : StoredTile<L == MatrixLayout::RowMajor 
 // registers from their global read to their shared store.
 template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
   float4 a[4], b[4];
+  template <unsigned kHeads>
   __device__ void fetch(const float* A, const float* B, int M, int N, int K, int m0, int n0, int k0, const HeadIndices& h) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      a[i] = ATile<LA>::fetch(A, M, K, m0, k0, i, h.a);
-      b[i] = BTile<LB>::fetch(B, N, K, n0, k0, i, h.b);
+      a[i] = ATile<LA>::template fetch<(kHeads & kHeadsA) != 0>(A, M, K, m0, k0, i, h.a);
+      b[i] = BTile<LB>::template fetch<(kHeads & kHeadsB) != 0>(B, N, K, n0, k0, i, h.b);
     }
   }
   __device__ void store(ATile<LA>& as, BTile<LB>& bs) const {
@@ -149,11 +155,12 @@ template <MatrixLayout LA, MatrixLayout LB> struct TileLoads {
 // rows too, into rsum (+=) or, split, into work[splits M N + z M]. kMinBlocks: the blocks per SM the
 // registers are allotted for (0: the compiler's choice, 184-188 registers and 2 blocks; 3: 168 registers, a
 // few spilled).
-// kHeads: some matrix is head-major (a separate instantiation, so that the dense products keep their registers).
-template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks, bool kHeads>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K,
-                                                       int k_per_split, float beta, const float* bias, float* rsum, const HeadIndices heads_arg) {
-  const HeadIndices heads = kHeads ? heads_arg : HeadIndices{};  // dense: every offset folds to r cols + c
+// kHeads: which matrices are head-major (kHeadsA | kHeadsB | kHeadsC; 0 for the dense product). The indices
+// stay in the parameter bank (__grid_constant__: read where used).
+template <MatrixLayout LA, MatrixLayout LB, Passes P, int kMinBlocks, unsigned kHeads>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    gemm_kernel(const float* A, const float* B, float* C, float* work, int M, int N, int K, int k_per_split, float beta, const float* bias,
+                float* rsum, const __grid_constant__ HeadIndices heads) {
   __shared__ __align__(16) ATile<LA> as;
   __shared__ __align__(16) BTile<LB> bs;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -163,12 +170,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
   const bool row_summer = rsum != nullptr && blockIdx.x == 0 && threadIdx.x < BM;  // thread r sums A's row m0 + r
   float row_sum = 0.f;
   TileLoads<LA, LB> ld;
-  ld.fetch(A, B, M, N, K, m0, n0, k_begin, heads);
+  ld.template fetch<kHeads>(A, B, M, N, K, m0, n0, k_begin, heads);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     __syncthreads();  // the last tile's readers are done
     ld.store(as, bs);
     __syncthreads();
-    if (k0 + BK < k_end) ld.fetch(A, B, M, N, K, m0, n0, k0 + BK, heads);  // in flight under this tile's products
+    if (k0 + BK < k_end) ld.template fetch<kHeads>(A, B, M, N, K, m0, n0, k0 + BK, heads);  // in flight under this tile's products
     if (row_summer) {
 #pragma unroll 8
       for (int k = 0; k < BK; ++k) row_sum += as.at(threadIdx.x, k);  // zeros past K
@@ -227,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const float*
   float* out = split ? work + static_cast<long long>(blockIdx.z) * M * N : C;
   // Head-major C: an entry's offset is its row's part plus its column's (HeadIndex), (n, n + 1) in one head, d
   // being even; the slices' partial products are dense.
-  const bool c_heads = !split && heads.c.on;
+  const bool c_heads = (kHeads & kHeadsC) && !split;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -312,10 +319,20 @@ cudaError_t launch(int M, int N, int K, const float* A, const float* B, float be
   // Each matrix's columns as stored: A row-major M x K or stored K x M, B likewise.
   const HeadIndices hi{HeadIndex(heads.a, LA == MatrixLayout::RowMajor ? K : M), HeadIndex(heads.b, LB == MatrixLayout::RowMajor ? N : K),
                        HeadIndex(heads.c, N)};
-  if (hi.a.on || hi.b.on || hi.c.on)
-    gemm_kernel<LA, LB, P, kMinBlocks, true><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);
-  else
-    gemm_kernel<LA, LB, P, kMinBlocks, false><<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);
+  const unsigned which = (hi.a.on ? kHeadsA : 0) | (hi.b.on ? kHeadsB : 0) | (hi.c.on ? kHeadsC : 0);
+  const auto go = [&](auto kernel) {
+    kernel<<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);
+  };
+  switch (which) {
+    case 0: go(gemm_kernel<LA, LB, P, kMinBlocks, 0>); break;
+    case 1: go(gemm_kernel<LA, LB, P, kMinBlocks, 1>); break;
+    case 2: go(gemm_kernel<LA, LB, P, kMinBlocks, 2>); break;
+    case 3: go(gemm_kernel<LA, LB, P, kMinBlocks, 3>); break;
+    case 4: go(gemm_kernel<LA, LB, P, kMinBlocks, 4>); break;
+    case 5: go(gemm_kernel<LA, LB, P, kMinBlocks, 5>); break;
+    case 6: go(gemm_kernel<LA, LB, P, kMinBlocks, 6>); break;
+    default: go(gemm_kernel<LA, LB, P, kMinBlocks, 7>); break;
+  }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.splits == 1) return e;
   const long long items = static_cast<long long>(M) * N / 4 + (ep.a_row_sums ? M : 0);
