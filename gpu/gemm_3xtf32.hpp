@@ -27,7 +27,7 @@
 // Head-major matrices (GemmHeads). The training step's q, k, v, u, o and their gradients are logical
 // (B T) x (H d) matrices, row (b, t) and column (h, j), that the recurrent kernels keep as (B, H, T, d). A
 // product reads such an operand, or writes such a C, in place: entry (r, c) at ((b H + h) T + t) d + j with
-// b = r / T, t = r % T, h = c / d, j = c % d (head_major_offset), so no permute runs before or after it. For
+// b = r / T, t = r % T, h = c / d, j = c % d, so no permute runs before or after it. For
 // A and B this describes the matrix as stored: a row-major A (M x K) has the tokens as its rows, a
 // column-major one is stored K x M with the tokens as the stored rows; likewise B. The arithmetic is the
 // dense product's: the same inputs give the same bits whichever way they are stored. The contract adds: the
@@ -53,13 +53,8 @@ struct GemmEpilogue {
 // T = 0: stored as its MatrixLayout says (dense).
 struct HeadMajor {
   int T = 0, d = 0;
-  __host__ __device__ bool on() const { return T > 0; }
+  bool on() const { return T > 0; }
 };
-// Offset of entry (r, c) of a head-major matrix with `cols` = H d columns.
-__host__ __device__ inline long long head_major_offset(HeadMajor h, int cols, int r, int c) {
-  const int b = r / h.T, t = r - b * h.T, head = c / h.d, j = c - head * h.d;
-  return ((static_cast<long long>(b) * (cols / h.d) + head) * h.T + t) * h.d + j;
-}
 struct GemmHeads {
   HeadMajor a, b, c;  // A and B as stored; C (M x N, row-major)
 };

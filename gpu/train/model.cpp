@@ -118,7 +118,8 @@ struct GpuModel::Impl {
   DeviceBuffer gemm_work;                  // gemm_3xtf32's per-slice partial products, sized for the step's largest
   DeviceBuffer dWu_full;                   // VLA: (hd, hd) du^T k over all head pairs, its diagonal blocks dW_u
   // cuBLAS reads and writes the row layout (B, T, H, dh): where it runs a product of a head-major tensor, that
-  // tensor passes through one of these (N, hd) buffers, permuted.
+  // tensor passes through one of these (N, hd) buffers, permuted (allocated on first use: the shapes the
+  // fused GEMM takes never need them).
   std::array<DeviceBuffer, 3> row_scratch;
   DeviceBuffer chunk_work;                 // the chunked pair's backward workspace, shared by the layers
 
@@ -147,14 +148,19 @@ struct GpuModel::Impl {
     const bool any_heads = h.a.on() || h.b.on() || h.c.on();
     return gemm_3xtf32_serves(M, N, K, A, B, C, la, lb, h) && (any_heads || gemm_3xtf32_faster(M, N, K));
   }
-  // For cuBLAS: a head-major (n, cols) tensor permuted into row_scratch[slot] in the row layout; x itself when
-  // it is not head-major.
-  const float* rows_of(const float* x, HeadMajor h, int n, int cols, int slot) {
-    if (!h.on()) return x;
-    float* y = row_scratch[slot].get();
+  // For cuBLAS: row_scratch[slot] (N, hd); to_rows: a head-major (n, cols) tensor permuted into it, in the
+  // row layout; rows_of: the same, or x itself when it is not head-major.
+  float* scratch(int slot) {
+    const std::size_t need = std::size_t(N) * cfg.heads * cfg.d_head;
+    if (row_scratch[slot].size() < need) row_scratch[slot] = DeviceBuffer(need);
+    return row_scratch[slot].get();
+  }
+  float* to_rows(const float* x, HeadMajor h, int n, int cols, int slot) {
+    float* y = scratch(slot);
     check_launch(bhtc_to_bthc(x, n / h.T, h.T, cols / h.d, h.d, y, stream), "permute to rows");
     return y;
   }
+  const float* rows_of(const float* x, HeadMajor h, int n, int cols, int slot) { return h.on() ? to_rows(x, h, n, cols, slot) : x; }
   // Y (n, out) = beta Y + X (n, in) W^T, W (out, in) row-major; then Y += b (when b). X or Y head-major
   // where xh, yh say.
   void linear_fwd(const float* Xp, int n, int in, const float* W, const float* b, int out, float* Y, float beta, HeadMajor xh = {},
@@ -167,7 +173,7 @@ struct GpuModel::Impl {
     }
     const float one = 1.f;
     const float* x = rows_of(Xp, xh, n, in, 0);
-    float* y = yh.on() ? (beta != 0.f ? const_cast<float*>(rows_of(Y, yh, n, out, 1)) : row_scratch[1].get()) : Y;
+    float* y = yh.on() ? (beta != 0.f ? to_rows(Y, yh, n, out, 1) : scratch(1)) : Y;
     check_blas(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, W, in, x, in, &beta, y, out), "sgemm forward");
     if (b) check_launch(add_bias(y, b, n, out, stream), "add_bias");
     if (yh.on()) check_launch(bthc_to_bhtc(y, n / yh.T, yh.T, out / yh.d, yh.d, Y, stream), "permute to heads");
@@ -195,7 +201,7 @@ struct GpuModel::Impl {
                    "gemm dX");
       return;
     }
-    float* dx = dxh.on() ? (beta != 0.f ? const_cast<float*>(rows_of(dXp, dxh, n, in, 2)) : row_scratch[2].get()) : dXp;
+    float* dx = dxh.on() ? (beta != 0.f ? to_rows(dXp, dxh, n, in, 2) : scratch(2)) : dXp;
     check_blas(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, W, in, dy_for_blas(), out, &beta, dx, in), "sgemm dX");
     if (dxh.on()) check_launch(bthc_to_bhtc(dx, n / dxh.T, dxh.T, in / dxh.d, dxh.d, dXp, stream), "permute to heads");
   }
@@ -213,7 +219,7 @@ struct GpuModel::Impl {
     ids = DeviceBuffer(3 * n + std::size_t(V_) + 1);
     dX = DeviceBuffer(n * d); dH = DeviceBuffer(n * d); dF = DeviceBuffer(n * F);
     dmix = MixerGrads(n, hd, H);
-    for (auto& r : row_scratch) r = DeviceBuffer(n * hd);
+    for (auto& r : row_scratch) r = DeviceBuffer();
     stats = DeviceBuffer(softmax() ? 0 : std::size_t(cfg.layers) * n * H * 3);
     std::size_t scratch = column_sums_scratch_floats(B, T * int(d));  // the positional gradient: (B, T d) column sums
     for (const std::size_t m : {d, hd, F, H}) scratch = std::max(scratch, column_sums_scratch_floats(N, int(m)));
