@@ -8,9 +8,10 @@ namespace vla::gpu {
 bool gemm_3xtf32_serves(int M, int N, int K, const void* A, const void* B, const void* C, MatrixLayout a_layout, MatrixLayout b_layout,
                         const GemmHeads& heads) {
   const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  // A head-major matrix stored rows x cols: whole sequences of T rows, whole heads of d columns, d a multiple of 4.
+  // A head-major matrix stored rows x cols: whole sequences of T rows, whole heads of d columns in each of its
+  // groups, d a multiple of 4.
   const auto fits = [](HeadMajor h, int rows, int cols) {
-    return !h.on() || (h.d > 0 && h.d % 4 == 0 && rows % h.T == 0 && cols % h.d == 0);
+    return !h.on() || (h.d > 0 && h.d % 4 == 0 && h.groups >= 1 && rows % h.T == 0 && cols % (h.groups * h.d) == 0);
   };
   const bool a_row = a_layout == MatrixLayout::RowMajor, b_row = b_layout == MatrixLayout::RowMajor;
   const bool launchable = (M + gemm::BM - 1) / gemm::BM <= 65535;  // row tiles on gridDim.y

@@ -53,28 +53,33 @@ struct Divisor {
   __device__ int div(int n) const { return static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * m) >> shift); }
 };
 
-// A head-major matrix's offset (gpu/gemm_3xtf32.hpp: entry (r, c) at ((b H + h) T + t) d + j) as a row part
-// b H T d + t d plus a column part h T d + j, so that a thread works out each of its rows and columns once.
+// A head-major matrix's offset (gpu/gemm_3xtf32.hpp: entry (r, c) of group g at g rows H d + ((b H + h) T + t)
+// d + j) as a row part b H T d + t d plus a column part g rows H d + h T d + j, so that a thread works out each
+// of its rows and columns once.
 struct HeadIndex {
   bool on = false;
-  Divisor T, d;
-  long long seq_stride = 0;  // H T d
-  int head_stride = 0;       // T d
+  Divisor T, d, group_cols;     // group_cols: H d
+  long long seq_stride = 0;     // H T d
+  long long group_stride = 0;   // rows H d: one tensor
+  int head_stride = 0;          // T d
   HeadIndex() = default;
-  HeadIndex(HeadMajor h, int cols) : on(h.on()) {
+  HeadIndex(HeadMajor h, int rows, int cols) : on(h.on()) {
     if (!on) return;
+    const int hd = cols / h.groups;
     T = Divisor(h.T);
     d = Divisor(h.d);
+    group_cols = Divisor(hd);
     head_stride = h.T * h.d;
-    seq_stride = static_cast<long long>(cols / h.d) * head_stride;
+    seq_stride = static_cast<long long>(hd / h.d) * head_stride;
+    group_stride = static_cast<long long>(rows) * hd;
   }
   __device__ long long row(int r) const {
     const int b = T.div(r);
     return b * seq_stride + static_cast<long long>(r - b * T.d) * d.d;
   }
   __device__ long long col(int c) const {
-    const int h = d.div(c);
-    return static_cast<long long>(h) * head_stride + (c - h * d.d);
+    const int g = group_cols.div(c), in_group = c - g * group_cols.d, h = d.div(in_group);
+    return g * group_stride + static_cast<long long>(h) * head_stride + (in_group - h * d.d);
   }
 };
 // The product's three matrices' indices (A and B as stored), and which are head-major as a kernel's template
@@ -317,9 +322,10 @@ cudaError_t launch(int M, int N, int K, const float* A, const float* B, float be
                    cudaStream_t s, const GemmHeads& heads) {
   const Plan plan(M, N, K);
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM, plan.splits);
-  // Each matrix's columns as stored: A row-major M x K or stored K x M, B likewise.
-  const HeadIndices hi{HeadIndex(heads.a, LA == MatrixLayout::RowMajor ? K : M), HeadIndex(heads.b, LB == MatrixLayout::RowMajor ? N : K),
-                       HeadIndex(heads.c, N)};
+  // Each matrix as stored: A row-major M x K or stored K x M, B likewise.
+  constexpr bool a_row = LA == MatrixLayout::RowMajor, b_row = LB == MatrixLayout::RowMajor;
+  const HeadIndices hi{HeadIndex(heads.a, a_row ? M : K, a_row ? K : M), HeadIndex(heads.b, b_row ? K : N, b_row ? N : K),
+                       HeadIndex(heads.c, M, N)};
   const unsigned which = (hi.a.on ? kHeadsA : 0) | (hi.b.on ? kHeadsB : 0) | (hi.c.on ? kHeadsC : 0);
   const auto go = [&](auto kernel) {
     kernel<<<grid, kThreads, 0, s>>>(A, B, C, work, M, N, K, plan.k_per_split, beta, ep.bias, ep.a_row_sums, hi);

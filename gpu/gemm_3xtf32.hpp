@@ -30,8 +30,10 @@
 // b = r / T, t = r % T, h = c / d, j = c % d, so no permute runs before or after it. For
 // A and B this describes the matrix as stored: a row-major A (M x K) has the tokens as its rows, a
 // column-major one is stored K x M with the tokens as the stored rows; likewise B. The arithmetic is the
-// dense product's: the same inputs give the same bits whichever way they are stored. The contract adds: the
-// stored rows a multiple of T, the columns of d, and d a multiple of 4 (a float4 never straddles two heads).
+// dense product's: the same inputs give the same bits whichever way they are stored. Several such tensors
+// side by side (groups: q, k, v as one (B T) x (3 H d) matrix) are read or written as one matrix, tensor g in
+// columns [g H d, (g + 1) H d), each (B, H, T, d), one after another in memory. The contract adds: the stored
+// rows a multiple of T, the columns of groups x d, and d a multiple of 4 (a float4 never straddles two heads).
 //
 // Determinism. A long reduction (K, e.g. dW's sum over the batch's tokens) is split over blocks by a rule of
 // (M, N, K) alone; the slices' partial products go to `workspace` and a second launch adds them in slice
@@ -49,10 +51,10 @@ struct GemmEpilogue {
   float* a_row_sums = nullptr;  // (M) or null: a_row_sums[m] += sum over k of A[m][k]
 };
 
-// A matrix of per-token head vectors stored head-major (above): T tokens per sequence, heads of width d.
-// T = 0: stored as its MatrixLayout says (dense).
+// A matrix of per-token head vectors stored head-major (above): T tokens per sequence, heads of width d,
+// `groups` tensors side by side. T = 0: stored as its MatrixLayout says (dense).
 struct HeadMajor {
-  int T = 0, d = 0;
+  int T = 0, d = 0, groups = 1;
   bool on() const { return T > 0; }
 };
 struct GemmHeads {

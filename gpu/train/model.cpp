@@ -70,7 +70,8 @@ struct GpuModel::Impl {
   };
   // The mixer's activations (core/model/mixer.hpp).
   struct MixerActs {
-    DeviceBuffer q, k, v, u, g;  // (B, H, T, dh): H1 W^T + b; u = u_raw (VLA); g = gate logits, (B, H, T) (DeltaNet)
+    DeviceBuffer qkv, u, g;      // q, k, v one after another, each (B, H, T, dh): H1 W^T + b (one product, qkv_heads());
+                                 // u = u_raw (VLA), (B, H, T, dh); g = gate logits, (B, H, T) (DeltaNet)
     DeviceBuffer o;              // (B, H, T, dh): the attention's output
     DeviceBuffer Wu_blocks;      // VLA: (hd, hd) the block-diagonal matrix of W_u's heads (u = k Wu_blocks^T + b_u)
     // Recurrent mixers: what this layer's forward leaves for its backward: the fused pair's backward
@@ -80,7 +81,10 @@ struct GpuModel::Impl {
     DeviceBuffer ck;
     MixerActs() = default;
     MixerActs(std::size_t n, std::size_t hd, std::size_t H, bool vla, bool gated)
-        : q(n * hd), k(n * hd), v(n * hd), u(vla ? n * hd : 0), g(gated ? n * H : 0), o(n * hd), Wu_blocks(vla ? hd * hd : 0) {}
+        : qkv(3 * n * hd), u(vla ? n * hd : 0), g(gated ? n * H : 0), o(n * hd), Wu_blocks(vla ? hd * hd : 0) {}
+    float* q() const { return qkv.get(); }
+    float* k() const { return qkv.get() + qkv.size() / 3; }
+    float* v() const { return qkv.get() + 2 * (qkv.size() / 3); }
   };
   struct FfnActs {
     DeviceBuffer Z1, A1;  // (N, F): H2 W1^T + b1, GELU(Z1)
@@ -97,9 +101,12 @@ struct GpuModel::Impl {
   };
   // The mixer backward's scratch, shared by the blocks: dL/d of MixerActs' tensors, same shapes.
   struct MixerGrads {
-    DeviceBuffer dO, dq, dk, dv, du, dg;
+    DeviceBuffer dO, dqkv, du, dg;  // dqkv: dq, dk, dv one after another, as MixerActs::qkv
     MixerGrads() = default;
-    MixerGrads(std::size_t n, std::size_t hd, std::size_t H) : dO(n * hd), dq(n * hd), dk(n * hd), dv(n * hd), du(n * hd), dg(n * H) {}
+    MixerGrads(std::size_t n, std::size_t hd, std::size_t H) : dO(n * hd), dqkv(3 * n * hd), du(n * hd), dg(n * H) {}
+    float* dq() const { return dqkv.get(); }
+    float* dk() const { return dqkv.get() + dqkv.size() / 3; }
+    float* dv() const { return dqkv.get() + 2 * (dqkv.size() / 3); }
   };
   std::vector<BlockActs> L;
   DeviceBuffer X;                          // (N, d) the residual stream
@@ -133,8 +140,10 @@ struct GpuModel::Impl {
   const int* token_positions() const { return token_ids() + 2 * std::size_t(N); }
   const int* token_starts() const { return token_ids() + 3 * std::size_t(N); }
 
-  // The per-head tensors (B, H, T, dh) as head-major (N, hd) matrices; the gate logits (B, H, T) as (N, H).
+  // The per-head tensors (B, H, T, dh) as head-major (N, hd) matrices; q, k, v side by side as one (N, 3 hd)
+  // (their weights and biases are adjacent in P: the constructor's layout); the gate logits (B, H, T) as (N, H).
   HeadMajor heads() const { return {T, cfg.d_head}; }
+  HeadMajor qkv_heads() const { return {T, cfg.d_head, 3}; }
   HeadMajor gate_heads() const { return {T, 1}; }
 
   // The dense projections' products: the fused 3xTF32 GEMM (gpu/gemm_3xtf32.hpp: fp32 accuracy on the tensor
@@ -171,6 +180,12 @@ struct GpuModel::Impl {
                    "gemm forward");
       return;
     }
+    if (yh.groups > 1) {  // tensor by tensor: W's rows, b and Y in blocks of out / groups
+      const int o = out / yh.groups;
+      for (int t = 0; t < yh.groups; ++t)
+        linear_fwd(Xp, n, in, W + std::size_t(t) * o * in, b ? b + std::size_t(t) * o : nullptr, o, Y + std::size_t(t) * n * o, beta, xh, {yh.T, yh.d});
+      return;
+    }
     const float one = 1.f;
     const float* x = rows_of(Xp, xh, n, in, 0);
     float* y = yh.on() ? (beta != 0.f ? to_rows(Y, yh, n, out, 1) : scratch(1)) : Y;
@@ -183,6 +198,13 @@ struct GpuModel::Impl {
   void linear_bwd(const float* dY, int n, int out, const float* Xp, int in, const float* W, float* dW, float* db, float* dXp, float beta,
                   HeadMajor dyh = {}, HeadMajor xh = {}, HeadMajor dxh = {}, bool accumulate_dw = true) {
     constexpr auto R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
+    if (dyh.groups > 1 && !(fused_gemm(out, in, n, dY, Xp, dW, Cm, R, {dyh, xh, {}}) && (!dXp || fused_gemm(n, in, out, dY, W, dXp, R, R, {dyh, {}, dxh})))) {
+      const int o = out / dyh.groups;  // tensor by tensor, their dX summed
+      for (int t = 0; t < dyh.groups; ++t)
+        linear_bwd(dY + std::size_t(t) * n * o, n, o, Xp, in, W + std::size_t(t) * o * in, dW + std::size_t(t) * o * in, db ? db + std::size_t(t) * o : nullptr,
+                   dXp, t == 0 ? beta : 1.f, {dyh.T, dyh.d}, xh, dxh, accumulate_dw);
+      return;
+    }
     const float one = 1.f, dw_beta = accumulate_dw ? 1.f : 0.f;
     const float* dy_rows = nullptr;  // dY in the row layout, once a cuBLAS product has needed it
     auto dy_for_blas = [&] { return dy_rows ? dy_rows : (dy_rows = rows_of(dY, dyh, n, out, 0)); };
@@ -227,7 +249,8 @@ struct GpuModel::Impl {
     // The GEMMs' split-K workspace, sized for the largest of every linear layer's three products (linear_fwd,
     // linear_bwd): y (N, out) over in, dW (out, in) over N, dx (N, in) over out.
     std::size_t gemm_scratch = 0;
-    for (const auto& [out, in] : {std::pair{hd, d}, std::pair{d, hd}, std::pair{hd, hd}, std::pair{F, d}, std::pair{d, F}, std::pair{H, d}, std::pair{V_, d}})
+    for (const auto& [out, in] : {std::pair{3 * hd, d}, std::pair{hd, d}, std::pair{d, hd}, std::pair{hd, hd}, std::pair{F, d}, std::pair{d, F},
+                                  std::pair{H, d}, std::pair{V_, d}})
       for (const auto [M, Nc, K] : {std::array{N, int(out), int(in)}, std::array{int(out), int(in), N}, std::array{N, int(in), int(out)}})
         gemm_scratch = std::max(gemm_scratch, gemm_3xtf32_workspace_floats(M, Nc, K));
     gemm_work = DeviceBuffer(gemm_scratch);
@@ -275,17 +298,34 @@ GpuModel::GpuModel(const model::ModelConfig& cfg, const Params<float>& p, cudaSt
   check(cudaGetDevice(&m.device), "cudaGetDevice");
   m.trait = gpu_kernel_of(cfg.mixer);
   m.form = form;
+  // P's layout: core/model/params.hpp's order, but for each block's q, k, v projections, whose weights [Wq; Wk;
+  // Wv] and biases [bq bk bv] lie next to each other, so that one product computes the three (mixer_forward).
+  // `order` lists the tensors by ascending offset (AdamW's table is searched by offset).
+  static_assert(model::BQ == model::WQ + 1 && model::WK == model::WQ + 2 && model::BK == model::WQ + 3 && model::WV == model::WQ + 4 &&
+                    model::BV == model::WQ + 5,
+                "the q, k, v tensors are read as one span of core/model/params.hpp's order");
+  std::vector<int> order(p.t.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  for (int l = 0; l < cfg.layers; ++l) {
+    using namespace model;
+    const int at = p.block(l, WQ);  // the params.hpp order here: WQ, BQ, WK, BK, WV, BV
+    const std::array<BlockTensor, 6> qkv_first{WQ, WK, WV, BQ, BK, BV};
+    for (int k = 0; k < 6; ++k) order[std::size_t(at + k)] = p.block(l, qkv_first[std::size_t(k)]);
+  }
   std::size_t total = 0;
+  m.off.assign(p.t.size(), 0);
   for (const auto& t : p.t) {
-    m.off.push_back(total);
     m.rows.push_back(int(t.rows()));
     m.cols.push_back(int(t.cols()));
-    total += std::size_t(t.size());
+  }
+  for (const int i : order) {
+    m.off[std::size_t(i)] = total;
+    total += std::size_t(p.t[std::size_t(i)].size());
   }
   m.P = DeviceBuffer(total); m.G = DeviceBuffer(total); m.M = DeviceBuffer(total); m.V = DeviceBuffer(total);
   {  // AdamW's tensor table: matrices are decayed, vectors not (core/train/adamw.hpp's rule)
     std::vector<long long> table;
-    for (std::size_t i = 0; i < m.off.size(); ++i) table.push_back((long long)m.off[i] << 1 | (m.cols[i] > 1 ? 1 : 0));
+    for (const int i : order) table.push_back((long long)m.off[std::size_t(i)] << 1 | (m.cols[std::size_t(i)] > 1 ? 1 : 0));
     m.adamw_tensors = DeviceBuffer(2 * table.size());  // two float slots per int64
     check(cudaMemcpy(m.adamw_tensors.get(), table.data(), table.size() * sizeof(long long), cudaMemcpyHostToDevice), "upload AdamW table");
   }
@@ -444,7 +484,7 @@ void GpuModel::Impl::ln_backward(int gain, int bias, const LayerNormActs& a, boo
 RecurrentTensors GpuModel::Impl::kernel_inputs(const MixerActs& a) const {
   RecurrentTensors x;
   x.B = B; x.H = cfg.heads; x.T = T; x.d = cfg.d_head;
-  x.q = a.q.get(); x.k = a.k.get(); x.v = a.v.get();
+  x.q = a.q(); x.k = a.k(); x.v = a.v();
   if (kind() == RecurrentKind::Vla) x.u = a.u.get();
   if (gated()) x.g = a.g.get();
   return x;
@@ -457,9 +497,7 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
   using namespace model;
   const int d = cfg.d_model, H = cfg.heads, dh = cfg.d_head, hd = H * dh;
   const HeadMajor hm = heads();
-  linear_fwd(H1, N, d, p(blk(l, WQ)), p(blk(l, BQ)), hd, a.q.get(), 0.f, {}, hm);
-  linear_fwd(H1, N, d, p(blk(l, WK)), p(blk(l, BK)), hd, a.k.get(), 0.f, {}, hm);
-  linear_fwd(H1, N, d, p(blk(l, WV)), p(blk(l, BV)), hd, a.v.get(), 0.f, {}, hm);
+  linear_fwd(H1, N, d, p(blk(l, WQ)), p(blk(l, BQ)), 3 * hd, a.qkv.get(), 0.f, {}, qkv_heads());  // [Wq; Wk; Wv], [bq bk bv]
   RecurrentTensors x = kernel_inputs(a);
   x.o = a.o.get();
   if (backward && !softmax() && !chunked) {
@@ -483,7 +521,7 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
   linear_bwd(dX.get(), N, d, a.o.get(), hd, p(blk(l, WO)), g(blk(l, WO)), g(blk(l, BO)), m.dO.get(), 0.f, {}, hm, hm);
   RecurrentTensors x = kernel_inputs(a);
   RecurrentGrads rg;
-  rg.dout = m.dO.get(); rg.dq = m.dq.get(); rg.dk = m.dk.get(); rg.dv = m.dv.get();
+  rg.dout = m.dO.get(); rg.dq = m.dq(); rg.dk = m.dk(); rg.dv = m.dv();
   if (kind() == RecurrentKind::Vla) rg.du = m.du.get();
   if (gated()) rg.dg = m.dg.get();
   if (softmax())
@@ -497,9 +535,7 @@ void GpuModel::Impl::mixer_backward(int l, const float* H1, const MixerActs& a, 
     }
   }
   if (kind() == RecurrentKind::Vla) u_backward(l, a);  // dk += through u, before dk is read below
-  linear_bwd(m.dq.get(), N, hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f, hm);
-  linear_bwd(m.dk.get(), N, hd, H1, d, p(blk(l, WK)), g(blk(l, WK)), g(blk(l, BK)), dH.get(), 1.f, hm);
-  linear_bwd(m.dv.get(), N, hd, H1, d, p(blk(l, WV)), g(blk(l, WV)), g(blk(l, BV)), dH.get(), 1.f, hm);
+  linear_bwd(m.dqkv.get(), N, 3 * hd, H1, d, p(blk(l, WQ)), g(blk(l, WQ)), g(blk(l, BQ)), dH.get(), 0.f, qkv_heads());
   if (gated()) linear_bwd(m.dg.get(), N, H, H1, d, p(blk(l, WG)), g(blk(l, WG)), g(blk(l, BG)), dH.get(), 1.f, gate_heads());
 }
 
@@ -510,7 +546,7 @@ void GpuModel::Impl::u_forward(int l, MixerActs& a) {
   using namespace model;
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
   check_launch(block_diagonal(p(blk(l, WU)), H, dh, a.Wu_blocks.get(), stream), "W_u blocks");
-  linear_fwd(a.k.get(), N, hd, a.Wu_blocks.get(), p(blk(l, BU)), hd, a.u.get(), 0.f, heads(), heads());
+  linear_fwd(a.k(), N, hd, a.Wu_blocks.get(), p(blk(l, BU)), hd, a.u.get(), 0.f, heads(), heads());
 }
 // From du = dL/du_raw: dW_u^h += du^h^T k^h (the diagonal blocks of du^T k), db_u += column sums of du,
 // dk += du Wu_blocks (each head's du^h W_u^h).
@@ -518,7 +554,7 @@ void GpuModel::Impl::u_backward(int l, const MixerActs& a) {
   using namespace model;
   const int H = cfg.heads, dh = cfg.d_head, hd = H * dh;
   const HeadMajor hm = heads();
-  linear_bwd(dmix.du.get(), N, hd, a.k.get(), hd, a.Wu_blocks.get(), dWu_full.get(), g(blk(l, BU)), dmix.dk.get(), 1.f, hm, hm, hm,
+  linear_bwd(dmix.du.get(), N, hd, a.k(), hd, a.Wu_blocks.get(), dWu_full.get(), g(blk(l, BU)), dmix.dk(), 1.f, hm, hm, hm,
              /*accumulate_dw=*/false);
   check_launch(add_diagonal_blocks(dWu_full.get(), H, dh, g(blk(l, WU)), stream), "dWu blocks");
 }

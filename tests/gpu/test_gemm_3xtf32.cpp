@@ -141,31 +141,36 @@ TEST_CASE("3xTF32 GEMM gives the same bits twice, with a split K", "[gpu]") {
 }
 
 namespace {
-// (B T) x (H d) row-major <-> (B, H, T, d): the head-major storage of gpu/gemm_3xtf32.hpp.
-std::vector<float> to_heads(const std::vector<float>& x, int T, int d, int cols) {
+// (B T) x (G H d) row-major -> G tensors (B, H, T, d) one after another: the head-major storage of
+// gpu/gemm_3xtf32.hpp (G = groups).
+std::vector<float> to_heads(const std::vector<float>& x, int T, int d, int cols, int groups = 1) {
   std::vector<float> y(x.size());
-  const int rows = int(x.size()) / cols, H = cols / d;
+  const int rows = int(x.size()) / cols, hd = cols / groups, H = hd / d;
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) y[((std::size_t(r / T) * H + c / d) * T + r % T) * d + c % d] = x[std::size_t(r) * cols + c];
+    for (int c = 0; c < cols; ++c) {
+      const int g = c / hd, cg = c % hd;
+      y[std::size_t(g) * rows * hd + ((std::size_t(r / T) * H + cg / d) * T + r % T) * d + cg % d] = x[std::size_t(r) * cols + c];
+    }
   return y;
 }
 }  // namespace
 
 // If it failed: a head-major operand read from (or C written to) the wrong sequence, head or token (an
-// offset's b, h, t or j), the split-K reduction writing C dense, or the head-major variant rounding
-// otherwise than the dense product: its contract is the same bits as the dense product of the permuted
-// matrices, which this compares bit for bit (tokens T = 7 and 25, heads of 4 and 32, K split and not).
+// offset's b, h, t or j; with q, k, v side by side, the wrong tensor g), the split-K reduction writing C
+// dense, or the head-major variant rounding otherwise than the dense product: its contract is the same bits as
+// the dense product of the permuted matrices, which this compares bit for bit (tokens T = 7 and 25, heads of 4
+// and 32, one tensor or three, K split and not).
 TEST_CASE("3xTF32 GEMM reads and writes head-major matrices in place, with the dense product's bits", "[gpu]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: skipped"); return; }
   using vla::gpu::GemmHeads;
   using vla::gpu::HeadMajor;
   const auto R = MatrixLayout::RowMajor, Cm = MatrixLayout::ColMajor;
-  struct Case { int T, d, H, B, other; };  // tokens N = B T, head-major width H d, the dense side `other`
-  const Case cases[] = {{7, 4, 3, 4, 20}, {25, 32, 4, 64, 128}};
+  struct Case { int T, d, H, B, other, groups; };  // tokens N = B T, head-major width groups H d, the dense side `other`
+  const Case cases[] = {{7, 4, 3, 4, 20, 1}, {25, 32, 4, 64, 128, 1}, {7, 4, 3, 4, 20, 3}, {25, 32, 4, 64, 128, 3}};
   std::mt19937 rng(11);
-  for (const auto& [T, d, H, Bn, other] : cases) {
-    const int N = Bn * T, hd = H * d;
-    const HeadMajor hm{T, d};
+  for (const auto& [T, d, H, Bn, other, groups] : cases) {
+    const int N = Bn * T, hd = groups * H * d;  // q, k, v side by side when groups = 3
+    const HeadMajor hm{T, d, groups};
     // The training step's four head-major products: y = x W^T into heads (C), y = heads W^T (A row-major),
     // dW = dy_heads^T x (A column-major, a long K: split over blocks at N = 1600), and dW = x^T heads (B).
     struct Product { MatrixLayout la, lb; int M, Nc, K; bool a_heads, b_heads, c_heads; };
@@ -181,8 +186,8 @@ TEST_CASE("3xTF32 GEMM reads and writes head-major matrices in place, with the d
       const auto rsum0 = upload_random(rsum, std::size_t(pr.M), rng);
       // The stored matrices' columns: a row-major A is M x K, a column-major one stored K x M; likewise B.
       const int a_cols = pr.la == R ? pr.K : pr.M, b_cols = pr.lb == R ? pr.Nc : pr.K;
-      DeviceBuffer Ah(pr.a_heads ? to_heads(a, T, d, a_cols) : a), Bh(pr.b_heads ? to_heads(b, T, d, b_cols) : b),
-          Ch(pr.c_heads ? to_heads(c0, T, d, pr.Nc) : c0), rsum_h(rsum0);
+      DeviceBuffer Ah(pr.a_heads ? to_heads(a, T, d, a_cols, groups) : a), Bh(pr.b_heads ? to_heads(b, T, d, b_cols, groups) : b),
+          Ch(pr.c_heads ? to_heads(c0, T, d, pr.Nc, groups) : c0), rsum_h(rsum0);
       DeviceBuffer work(std::max<std::size_t>(1, vla::gpu::gemm_3xtf32_workspace_floats(pr.M, pr.Nc, pr.K)));
       const GemmHeads heads{pr.a_heads ? hm : HeadMajor{}, pr.b_heads ? hm : HeadMajor{}, pr.c_heads ? hm : HeadMajor{}};
       REQUIRE(vla::gpu::gemm_3xtf32_serves(pr.M, pr.Nc, pr.K, Ah.get(), Bh.get(), Ch.get(), pr.la, pr.lb, heads));
@@ -195,8 +200,8 @@ TEST_CASE("3xTF32 GEMM reads and writes head-major matrices in place, with the d
               "head-major");
         check(cudaDeviceSynchronize(), "sync");
         const auto dense = download(C, c_n), got = download(Ch, c_n);
-        const auto want = pr.c_heads ? to_heads(dense, T, d, pr.Nc) : dense;
-        INFO("T " << T << " d " << d << " M " << pr.M << " N " << pr.Nc << " K " << pr.K << " heads a/b/c " << pr.a_heads << pr.b_heads
+        const auto want = pr.c_heads ? to_heads(dense, T, d, pr.Nc, groups) : dense;
+        INFO("T " << T << " d " << d << " groups " << groups << " M " << pr.M << " N " << pr.Nc << " K " << pr.K << " heads a/b/c " << pr.a_heads << pr.b_heads
                   << pr.c_heads << " beta " << beta);
         CHECK(std::memcmp(got.data(), want.data(), c_n * sizeof(float)) == 0);
         const auto rs = download(rsum, pr.M), rs_h = download(rsum_h, pr.M);
@@ -213,6 +218,8 @@ TEST_CASE("3xTF32 GEMM reads and writes head-major matrices in place, with the d
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, HeadMajor{7, 8}}));  // 12 columns: not whole heads of 8
   CHECK(vla::gpu::gemm_3xtf32_serves(8, 12, 28, X.get(), X.get(), X.get(), Cm, R, {hm, {}, {}}));                  // A stored 28 x 8: tokens are its rows
   CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), Cm, R, {hm, {}, {}}));            // stored 8 x 28
+  CHECK(vla::gpu::gemm_3xtf32_serves(28, 36, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, HeadMajor{7, 4, 3}}));      // 3 tensors of 12 columns
+  CHECK_FALSE(vla::gpu::gemm_3xtf32_serves(28, 12, 8, X.get(), X.get(), X.get(), R, R, {{}, {}, HeadMajor{7, 4, 2}})); // 12 = 2 x 6: heads of 4 do not tile a tensor
 }
 
 // If it failed: a shape the kernel cannot read with float4s (or a missing workspace) would be launched and
