@@ -9,12 +9,15 @@
 
 namespace vla::analysis {
 
-WriteSelectivity write_selectivity(const VlaOptions& opt, const HeadStream& s) {
+namespace {
+// The run, its overlap ratio and alignment; K (d x T) its k_hat_t, for the key directions.
+WriteSelectivity overlap_of(const VlaOptions& opt, const HeadStream& s, Mat<double>& K) {
   if (opt.penalty.rank != 1) throw std::invalid_argument(fmt::format("rank: write_selectivity reads rank 1 only, got {}", opt.penalty.rank));
   if (s.T < 2) throw std::invalid_argument(fmt::format("T: write_selectivity needs at least 2 tokens, got {}", s.T));
   // Column t: k_hat_t and the write direction as the rule wrote them (StepRecord), the latter made unit (the
   // RLS gain's alpha is not): a direction is what the claim is about.
-  Mat<double> K(s.d, s.T), W(s.d, s.T);
+  K.resize(s.d, s.T);
+  Mat<double> W(s.d, s.T);
   drive(VlaRule<Precision<double>>(opt), s, [&](int t, const auto&, const auto&, const StepRecord<double>& rec) {
     K.col(t - 1) = rec.writes[0].k_read;
     const double n = rec.writes[0].w.norm();
@@ -34,6 +37,18 @@ WriteSelectivity write_selectivity(const VlaOptions& opt, const HeadStream& s) {
   WriteSelectivity w;
   w.overlap_ratio = kept / total;
   w.alignment = align / s.T;
+  return w;
+}
+}  // namespace
+
+WriteSelectivity write_overlap(const VlaOptions& opt, const HeadStream& s) {
+  Mat<double> K;
+  return overlap_of(opt, s, K);
+}
+
+WriteSelectivity write_selectivity(const VlaOptions& opt, const HeadStream& s) {
+  Mat<double> K;
+  WriteSelectivity w = overlap_of(opt, s, K);
   w.penalty_directions = participation_ratio(s.u);
   w.key_directions = participation_ratio(K);
   return w;

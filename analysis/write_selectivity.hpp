@@ -25,5 +25,8 @@ struct WriteSelectivity {
 // Algorithm 1 in double with `opt` over the stream (T >= 2). Throws std::invalid_argument for a rank other
 // than 1, a stream of fewer than 2 tokens, or keys with no overlap at all (the ratio's denominator 0).
 WriteSelectivity write_selectivity(const VlaOptions& opt, const HeadStream& s);
+// The same run's overlap ratio and alignment alone (the participation ratios left at 0): for counterfactual
+// penalty directions on a stream whose directions write_selectivity has already measured.
+WriteSelectivity write_overlap(const VlaOptions& opt, const HeadStream& s);
 
 }  // namespace vla::analysis

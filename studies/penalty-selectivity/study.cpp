@@ -103,7 +103,7 @@ Geometry geometry(const RunOutcome& r) {
     g.alignment[s.layer] += w.alignment;
     g.penalty_pr[s.layer] += w.penalty_directions;
     g.key_pr[s.layer] += w.key_directions;
-    g.whitening_ratio[s.layer] += analysis::write_selectivity(white, s.s).overlap_ratio;
+    g.whitening_ratio[s.layer] += analysis::write_overlap(white, s.s).overlap_ratio;
     ++count[s.layer];
   }
   for (const auto& [name, f] : kFields)

@@ -36,6 +36,11 @@ TEST_CASE("write selectivity: A fixed writes along the key, classical RLS orthog
   CHECK(std::abs(a.overlap_ratio - fixed.overlap_ratio) > 1e-3);
   CHECK(a.penalty_directions == Approx(participation_ratio(s.u)).epsilon(1e-15));
   CHECK(a.key_directions > 1.0);
+  // write_overlap is the same run without the directions: the same ratio and alignment, bit for bit.
+  const WriteSelectivity o = write_overlap(VlaOptions{}, s);
+  CHECK(o.overlap_ratio == a.overlap_ratio);
+  CHECK(o.alignment == a.alignment);
+  CHECK(o.penalty_directions == 0.0);
 
   VlaOptions r2;
   r2.penalty.rank = 2;
