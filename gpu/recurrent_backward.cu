@@ -69,19 +69,15 @@ template <int D> __device__ __forceinline__ float row_dot(const float* M, int j,
   }
   return (a0 + a1) + (a2 + a3);
 }
-// Column j of M += a b_j (thread j's share of the rank-1 update M += a b^T).
-template <int D> __device__ __forceinline__ void col_axpy(float* M, int j, const float* a, float bj) {
-#pragma unroll 8
-  for (int c = 0; c < D; ++c) M[c * Smem<D>::LD + j] = fmaf(a[c], bj, M[c * Smem<D>::LD + j]);
-}
 
 // Several d-long walks of one step fused into one loop over c: a step's mat-vecs and rank-1 updates that
 // wait on the same barrier and touch different data run together, so each iteration has several
 // independent loads and FMA chains in flight (one warp per SM at d = 32: nothing else hides the latency).
 // Each dot keeps row_dot's 4 chains (c mod 4) and their order, so a fused result is bitwise the unfused
 // one. U: the unroll factor (4, or d / 4 where the body indexes a register array: all indices constant).
-// Where A's column is in registers (d = 128) its walks are fully unrolled, and a shared-matrix walk fused
-// into one keeps so many loads in flight that ptxas spills; there the two run apart (kFuseA false).
+// Where A's column is in registers its walks are fully unrolled; at d = 128 a shared-matrix walk fused
+// into one keeps so many loads in flight that ptxas spills, so there the two run apart (kFuseA false); at
+// d = 32 they fit together (168 registers either way, no spills).
 struct Acc4 {
   float a[4] = {0.f, 0.f, 0.f, 0.f};
   __device__ __forceinline__ void add(int r, float m, float x) { a[r] = fmaf(m, x, a[r]); }
@@ -93,6 +89,24 @@ template <int D, int U, class Body> __device__ __forceinline__ void walk(Body&& 
 #pragma unroll
     for (int r = 0; r < 4; ++r) body(c + r, r);  // chain r takes c = r mod 4
   }
+}
+// A shared vector's entry c inside walk(), read four entries at a time. In a walk that also stores to
+// shared memory the compiler keeps each read of a broadcast vector a load of its own (a store in between
+// might alias it), one shared load per entry; this makes it one per four, the same values. v + c is
+// 16-byte aligned where r == 0: every vector starts a multiple of 4 floats into the 16-byte aligned
+// dynamic shared memory (Smem's MAT and d are multiples of 4), and c is then a multiple of 4.
+struct Bcast4 {
+  const float* v;
+  float4 q;
+  __device__ __forceinline__ float operator()(int c, int r) {
+    if (r == 0) q = *reinterpret_cast<const float4*>(v + c);
+    return r == 0 ? q.x : r == 1 ? q.y : r == 2 ? q.z : q.w;
+  }
+};
+// Column j of M += a b_j (thread j's share of the rank-1 update M += a b^T; a a shared vector).
+template <int D> __device__ __forceinline__ void col_axpy(float* M, int j, const float* a, float bj) {
+  Bcast4 a4{a};
+  walk<D, 4>([&](int c, int r) { M[c * Smem<D>::LD + j] = fmaf(a4(c, r), bj, M[c * Smem<D>::LD + j]); });
 }
 
 // The block's barrier. At d <= 32 a block is one warp, and the warp's own barrier orders its shared-memory
@@ -215,7 +229,7 @@ template <int D, bool WITH_A, bool A_REGS = false, int V = 0> struct State {
   static constexpr int kSlotFloats = WITH_A ? 2 * D + 1 : D + 1;  // per thread
   static constexpr bool kPrefetch = kSlotFloats <= 2 * 64 + 1;
   using AType = AColumn<D, kA>;
-  static constexpr bool kFuseA = kA != AHome::Regs;  // see walk()
+  static constexpr bool kFuseA = kA != AHome::Regs || D <= 32;  // see walk()
   float* S;
   AType A;
   float zs = 0.f;
@@ -419,9 +433,11 @@ __device__ __forceinline__ float read_adjoint(float qr, float dor, float zst, fl
   float r5[2] = {gj * o_j, e * gj};
   sums(r5);
   Acc4 sg;  // (S_{t-1}^T g)_j, and dS += g qf^T (column j)
+  Bcast4 g4{sh_g};
   walk<D, 4>([&](int c, int r) {
-    sg.add(r, S[c * Smem<D>::LD + j], sh_g[c]);
-    dS[c * Smem<D>::LD + j] = fmaf(sh_g[c], qf, dS[c * Smem<D>::LD + j]);
+    const float gc = g4(c, r);
+    sg.add(r, S[c * Smem<D>::LD + j], gc);
+    dS[c * Smem<D>::LD + j] = fmaf(gc, qf, dS[c * Smem<D>::LD + j]);
   });
   float dqf = beta * sg.sum() + w * r5[1];  // S_t^T g
   if (!(r4[0] < eps)) {
@@ -599,9 +615,10 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     // A -= z z^T / dc with the product z_c z_j formed first (the same number for (c, j) and (j, c): A stays
     // symmetric to the bit), A += eta I on refresh steps (lines 14, 16); S += e ah^T (line 22).
     const float inv_dc = 1.f / s.dc;
-    walk<D, AU>([&](int c, int) {
-      st.A.set(c, fmaf(-(sh_z[c] * s.z), inv_dc, st.A.get(c)));
-      st.S[c * LD + j] = fmaf(sh_e[c], s.ah, st.S[c * LD + j]);
+    Bcast4 z4{sh_z}, e4{sh_e};
+    walk<D, AU>([&](int c, int r) {
+      st.A.set(c, fmaf(-(z4(c, r) * s.z), inv_dc, st.A.get(c)));
+      st.S[c * LD + j] = fmaf(e4(c, r), s.ah, st.S[c * LD + j]);
     });
     st.A.add_diag(s.eta);
     st.zs += s.kf;
@@ -613,9 +630,11 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     sh_x[j] = xj;
     block_sync<D>();
     Acc4 acc;
+    Bcast4 x4{sh_x};
     walk<D, AU>([&](int c, int r) {
-      if constexpr (kFuseA) dA[c * LD + j] = fmaf(sh_x[c], wj, dA[c * LD + j]);
-      acc.add(r, st.A.get(c), sh_x[c]);
+      const float xc = x4(c, r);
+      if constexpr (kFuseA) dA[c * LD + j] = fmaf(xc, wj, dA[c * LD + j]);
+      acc.add(r, st.A.get(c), xc);
     });
     if constexpr (!kFuseA) col_axpy<D>(dA, j, sh_x, wj);
     return acc.sum();
@@ -641,10 +660,12 @@ __global__ void __launch_bounds__(D) vla_backward_kernel(const RecurrentTensors 
     sums(r6);  // all reads of dS done before the update below
     if constexpr (kWrite) g.dv[o] = de;
     Acc4 a_sde;
+    Bcast4 de4{sh_de}, p4{sh_p};
     walk<D, 4>([&](int c, int r) {
-      dS[c * LD + j] = fmaf(sh_de[c], -s.kh, dS[c * LD + j]);
-      if constexpr (W == Walk::B1) P[c * LD + j] = fmaf(sh_p[c], -s.kh, P[c * LD + j]);
-      if constexpr (kWrite) a_sde.add(r, st.S[c * LD + j], sh_de[c]);
+      const float dec = de4(c, r);
+      dS[c * LD + j] = fmaf(dec, -s.kh, dS[c * LD + j]);
+      if constexpr (W == Walk::B1) P[c * LD + j] = fmaf(p4(c, r), -s.kh, P[c * LD + j]);
+      if constexpr (kWrite) a_sde.add(r, st.S[c * LD + j], dec);
     });
     // B1 is after dS and dz alone (neither reads dA): the rest of the step is dA's and the gradients'. The
     // next step's first block sum is the barrier its shared writes wait on, as after a full step.
@@ -762,10 +783,11 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
   };
   auto fwd = [&](int, const Tok& in, float*) {  // S_t = beta S_{t-1} + e kh^T (column j), zs_t = zs_{t-1} + kf
     const Vals s = prelude(in);
-    if constexpr (DELTA)
-      walk<D, 4>([&](int c, int) { st.S[c * LD + j] = fmaf(sh_e[c], s.kh, s.beta * st.S[c * LD + j]); });
-    else
-      col_axpy<D>(st.S, j, sh_e, s.kh);
+    Bcast4 e4{sh_e};
+    walk<D, 4>([&](int c, int r) {
+      const float sc = st.S[c * LD + j];
+      st.S[c * LD + j] = fmaf(e4(c, r), s.kh, DELTA ? s.beta * sc : sc);
+    });
     st.zs += s.kf;
   };
   auto rev = [&](int t, const Tok& in) {
@@ -789,9 +811,11 @@ __global__ void __launch_bounds__(D) delta_backward_kernel(const RecurrentTensor
       sums(r6);  // all reads of dS done before the update below
       if (gated && j == 0) g.dg[seq * x.T + t] = r6[0] * s.beta * (1.f - s.beta);
       Acc4 a_sde;  // S_{t-1}^T de, and dS = beta dS - de kh^T (column j)
+      Bcast4 de4{sh_de};
       walk<D, 4>([&](int c, int r) {
-        a_sde.add(r, st.S[c * LD + j], sh_de[c]);
-        dS[c * LD + j] = s.beta * dS[c * LD + j] - sh_de[c] * s.kh;
+        const float dec = de4(c, r);
+        a_sde.add(r, st.S[c * LD + j], dec);
+        dS[c * LD + j] = s.beta * dS[c * LD + j] - dec * s.kh;
       });
       dkh -= a_sde.sum();
       float r9[1] = {s.kh * dkh};
