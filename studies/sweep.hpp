@@ -59,7 +59,7 @@ double run_cost(const train::TrainConfig& c);
 
 // A rough wall-time model of one run in a concurrent sweep, for planning (`vla study plan`), in seconds.
 // cuda: ms per run-step of 16 concurrent runs of the default model at batch 64 mixing the four mixers, linear
-// in T (0.085 + 0.00807 T: fitted to such sweeps' whole walls on one H100, studies/plan-rates.sh, docs/studies.md),
+// in T (0.0636 + 0.00792 T: fitted to such sweeps' whole walls on one H100, studies/plan-rates.sh, docs/studies.md),
 // linear in batch, wider heads ~linearly, plus 5% for evaluation; cpu: per token of the batch, measured on the
 // 2-core dev VM (0.34 s per step at n = 24, batch 64, 2 threads: 73 us per token), divided by threads / 2,
 // heavier with wider heads.
