@@ -54,6 +54,9 @@ using group_chain::vla_group_chain_kernel;
 
 template <int D> struct Smem {
   static constexpr int LD = D + 1, MAT = D * LD, NRED = 2;
+  // Bcast4 reads a shared vector 16 bytes at a time: every vector must start a multiple of 4 floats into the
+  // (16-byte aligned) dynamic shared memory, after whole matrices and whole vectors.
+  static_assert(D % 4 == 0 && MAT % 4 == 0, "the shared vectors' 16-byte alignment");
 };
 
 // Dot products over d with 4 independent accumulators: the FMA chain is d/4 long, not d (the
