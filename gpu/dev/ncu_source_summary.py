@@ -14,6 +14,10 @@ import re
 import sys
 
 
+def num(text):
+    return float((text or "0").replace(",", ""))
+
+
 def rows(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", errors="replace") as f:
@@ -39,7 +43,6 @@ def main():
             continue
         if head is None or len(r) != len(head):
             continue
-        num = lambda s: float((s or "0").replace(",", ""))
         if r[0]:  # a source line's row: the sums over its instructions
             key = f"{fname}:{r[0]}"
             lines[key] += num(r[samp])
