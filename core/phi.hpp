@@ -16,14 +16,28 @@
 
 namespace vla {
 
+// In device code both arms are computed and one is selected. Written as a choice, nvcc branches around
+// expf at every call; with lanes on both sides of 0 a warp runs both arms anyway, and stalls resolving a
+// divergent branch per element. The value is the same for every x: x + 1 above 0, exp(x) otherwise (exp's
+// argument clamped at 0 only so that the unused arm never overflows), NaN -> NaN.
 template <class T> VLA_HOST_DEVICE inline T elu_plus_one(const T& x) {
   using std::exp;
+#if defined(__CUDA_ARCH__)
+  const T e = T(exp(x > T(0) ? T(0) : x));
+  return x > T(0) ? T(x + T(1)) : e;
+#else
   return x > T(0) ? T(x + T(1)) : T(exp(x));
+#endif
 }
 
 template <class T> VLA_HOST_DEVICE inline T elu_plus_one_grad(const T& x) {
   using std::exp;
+#if defined(__CUDA_ARCH__)
+  const T e = T(exp(x > T(0) ? T(0) : x));
+  return x > T(0) ? T(1) : e;
+#else
   return x > T(0) ? T(1) : T(exp(x));
+#endif
 }
 
 template <class T> VLA_HOST_DEVICE inline T sigmoid(const T& x) {

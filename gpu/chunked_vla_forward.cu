@@ -575,6 +575,9 @@ template <int CM, ProductOperands Ops> __global__ void __launch_bounds__(kWarps 
       kraw[r] = x.k[at];
       uraw[r] = x.u[at];
     }
+    // A scheduling barrier: without it ptxas moves each row's loads down to their first use (phi's select below
+    // gives it one basic block to do so in), and the rows' memory latencies add up instead of overlapping.
+    __syncwarp();
 #pragma unroll
     for (int r = 0; r < CM; ++r) {
       s.K[r][lane] = r < n ? elu_plus_one(kraw[r]) : 0.f;
