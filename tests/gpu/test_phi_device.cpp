@@ -1,5 +1,5 @@
 // phi = ELU + 1 and its derivative as the kernels compute them (core/phi.hpp's device form: both arms
-// computed, one selected) against exp in double on the host, over the whole float range and the special
+// computed, one selected) against exp in double on the host, over -120 .. 120 and the special
 // values. The kernels' own tests compare whole outputs at T d 2^-24, which a feature map a few ulps worse (a
 // fast exp, say: its error grows with |x|) or one that turned NaN into a number would pass; this holds the
 // map itself to CUDA expf's documented 2 ulps and to NaN in, NaN out.
