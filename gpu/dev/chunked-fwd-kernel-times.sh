@@ -8,9 +8,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=/tmp/ckt
-mkdir -p "$BIN"
 LABELS=${LABELS:-$(ls .device-carry/pab)}
-for l in $LABELS; do xz -dc ".device-carry/pab/$l/cvla.xz" > "$BIN/$l" && chmod +x "$BIN/$l"; done
+source gpu/dev/carried-builds.sh
+for l in $LABELS; do unpack_carried "$BIN/$l" ".device-carry/pab/$l/cvla.xz"; done
 echo "kernel ms (or us): group_maps, alphas, memory maps, outputs"
 for T in ${CKT_T:-65536 16384}; do
   for r in $(seq "${ROUNDS:-2}"); do
@@ -18,7 +18,7 @@ for T in ${CKT_T:-65536 16384}; do
       # A forward is 7 launches (group_maps, the penalty chain and expansion, alphas, the maps, the memory
       # chain, the outputs); of the four matched here, skip two forwards' eight.
       echo "T=$T round $r $l: $(ncu --kernel-name regex:"group_maps|alphas|memory_kernel" --launch-skip 8 --launch-count 4 \
-        --metrics gpu__time_duration.sum "$BIN/$l" 3 profile "$T" 2>&1 | grep -E "gpu__time" | awk '{printf "%s %s  ", $3, $2}')"
+        --metrics gpu__time_duration.sum "$BIN/$l/cvla" 3 profile "$T" 2>&1 | grep -E "gpu__time" | awk '{printf "%s %s  ", $3, $2}')"
     done
   done
 done

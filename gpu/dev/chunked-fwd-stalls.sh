@@ -8,10 +8,10 @@
 # usage: [CFS_T=65536] [CFS_KERNELS="alphas maps outputs group_maps"] bash gpu/dev/chunked-fwd-stalls.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p /tmp/cfs/bin
 status=0
 nvidia-smi -L
-for f in .device-carry/prof/cvla_*.xz; do b=$(basename "$f" .xz); xz -dc "$f" > "/tmp/cfs/bin/$b" && chmod +x "/tmp/cfs/bin/$b"; done
+source gpu/dev/carried-builds.sh
+unpack_carried /tmp/cfs/bin .device-carry/prof/cvla_*.xz
 T=${CFS_T:-65536}
 for b in /tmp/cfs/bin/cvla_*; do
   name=$(basename "$b")

@@ -9,10 +9,10 @@
 # usage: [FBS_SHAPES="32 1024;4096 25"] bash gpu/dev/fused-bwd-stalls.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p /tmp/fbb/bin
 status=0
 nvidia-smi -L
-for f in .device-carry/fbb/fbb_*.xz; do b=$(basename "$f" .xz); xz -dc "$f" > "/tmp/fbb/bin/$b" && chmod +x "/tmp/fbb/bin/$b"; done
+source gpu/dev/carried-builds.sh
+unpack_carried /tmp/fbb/bin .device-carry/fbb/fbb_*.xz
 IFS=';' read -r -a SHAPES <<< "${FBS_SHAPES:-32 1024;4096 25}"
 for b in /tmp/fbb/bin/fbb_*; do
   name=$(basename "$b")

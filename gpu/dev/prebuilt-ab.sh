@@ -13,10 +13,8 @@ cd "$(dirname "$0")/../.."
 BIN=/tmp/pab
 status=0
 LABELS=${LABELS:-$(ls .device-carry/pab)}
-for l in $LABELS; do
-  mkdir -p "$BIN/$l"
-  for f in .device-carry/pab/"$l"/*.xz; do b=$(basename "$f" .xz); xz -dc "$f" > "$BIN/$l/$b" && chmod +x "$BIN/$l/$b"; done
-done
+source gpu/dev/carried-builds.sh
+for l in $LABELS; do unpack_carried "$BIN/$l" .device-carry/pab/"$l"/*.xz; done
 nvidia-smi -L
 for l in $LABELS; do
   echo "== $l: checks and digests [${SECONDS} s]"
