@@ -43,8 +43,10 @@ constexpr int LM = D + 8;           // row stride of matrices read mostly as mma
                                     // fragment's (row g, column t) or (row t, column g) reads hit 32 banks
 constexpr int kWarps = 4;           // warps per block of the group-parallel kernels (each its own group)
 constexpr int kBatch = 16;          // group_maps: tokens whose loads are issued together
-constexpr int kChainThreads = 1024; // the chain kernels: warp r owns row r
-constexpr int kExpandThreads = 256; // penalty_expand: warp w owns rows w, w + 8, ...
+constexpr int kPenaltyChainThreads = 256;  // penalty_chain: warp w owns rows w, w + 8, ... of the product
+constexpr int kExpandWarps = 4;            // penalty_expand: one warp per group
+constexpr int kMemoryChainThreads = 256;   // memory_chain: warp w owns rows w, w + 8, ...
+constexpr int kCheckpointThreads = 1024;   // checkpoints: thread (r, lane) one entry of S and A
 
 // 1 / ||x|| from ||x||^2; NaN where unit() has no finite answer (an overflowed or zero square), so that the
 // error shows in the output instead of a plausible 0 (docs/recurrences.md, "Scale").
@@ -379,151 +381,190 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 // microseconds) and its solves one per span (the products within a span are as accurate as one group of
 // that many segments: docs/chunkwise-vla.md, "The penalty chain"). z_{g+1} = z_g + zsum_g on the way.
 //
-// The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T] in shared memory, warp w of
-// the block owning rows w, w + W, ... (W warps), lane j their entries j and D + j. Per pivot step, every
-// thread updates its entries into the other buffer while warp 0 also computes the next column's updated
-// entries itself (the same operations as their owners', so the same bits) and chooses the next pivot from
-// them: one block barrier per step, and the pivot search off the other warps' path.
-
-struct SolveSmem {
-  float m[2][D][2 * D + 1];  // [Z^T | X^T], double-buffered by step parity
-  float next[D][D + 1];      // A, row k from the row chosen at step k
-  int pivot[D];              // the row chosen at step k
-  float pivot_inv[D];        // 1 / its pivot
+// The solve: Gauss-Jordan with partial pivoting of Z^T A = X^T on [Z^T | X^T], lane r holding row r (the
+// steps unrolled, so that every column index is a compile-time register index). Step k picks the pivot row p
+// of column k among the rows not yet used; every other row subtracts f_r = m_r[k] / m_p[k] times row p, whose
+// entries it reads by shuffles. Only the columns after k are updated: column k has chosen its pivot and the
+// earlier ones are eliminated, and neither is read again. Row k of A = X Z^{-1} is then the X^T part of the
+// row chosen at step k over its pivot (A symmetric). The pivots and multipliers come from the Z^T part alone,
+// so one warp eliminates Z^T and records them (eliminate_pivots), and the X^T columns replay the record
+// (apply_pivots), split over as many warps as the caller has: no barrier within either part, where a block
+// spread over the rows paid one per step (docs/chunkwise-vla.md, "GPU forward").
+struct PivotRecord {
+  float f[D][D];     // f[k][r]: row r's multiplier at step k (0 for the pivot row)
+  int pivot[D];      // the row chosen at step k
+  int step_of[D];    // the step that chose row r
+  float inv[D];      // 1 / row r's pivot
 };
 
-// Warp 0: the pivot of column k from its entries v (lane = row) among the rows not yet used. The largest |v|
-// in one warp reduction: the key is |v|'s bit pattern (ordered as an unsigned for v >= 0) with its 5 low
-// bits replaced by 31 - row, so ties (and values within 2^-18 relative) go to the first row. A NaN or used
-// row has key 0 and never wins; with no usable candidate the first unused row is taken (the NaN then
+// The pivot of column k from its entries v (lane = row) among the rows not yet used (`used`, updated). The
+// largest |v| in one warp reduction: the key is |v|'s bit pattern (ordered as an unsigned for v >= 0) with its
+// 5 low bits replaced by 31 - row, so ties (and values within 2^-18 relative) go to the first row. A NaN or
+// used row has key 0 and never wins; with no usable candidate the first unused row is taken (the NaN then
 // spreads).
-__device__ __forceinline__ void choose_pivot(SolveSmem& s, float v, int k, unsigned& used, int lane) {
+__device__ __forceinline__ int choose_pivot(float v, unsigned& used, int lane) {
   const float a = fabsf(v);
   const unsigned key = (used >> lane & 1u) || !(a > 0.f) ? 0u : (__float_as_uint(a) & ~31u) | (31u - lane);
   const unsigned top = __reduce_max_sync(kFull, key);
   const int p = top != 0u ? 31 - static_cast<int>(top & 31u) : __ffs(~used) - 1;
   used |= 1u << p;
-  const float pv = __shfl_sync(kFull, v, p);
-  if (lane == 0) {
-    s.pivot[k] = p;
-    s.pivot_inv[k] = 1.f / pv;
-  }
+  return p;
 }
 
-// On entry s.m[0] holds [Z^T | X^T] (the first barrier below orders its writes); on return s.next holds
-// A = X Z^{-1}, whose entry (r, j) the callers read symmetrised, as the recurrence keeps A, by sym_entry.
-template <int kThreads> __device__ void solve_penalty(SolveSmem& s) {
-  constexpr int W = kThreads / 32;
-  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  unsigned used = 0u;  // warp 0's record of the pivot rows taken
-  __syncthreads();
-  if (w == 0) choose_pivot(s, s.m[0][lane][0], 0, used, lane);
-  __syncthreads();
+// Every lane of one warp, z holding row `lane` of Z^T: its elimination, recorded in rec.
+__device__ __forceinline__ void eliminate_pivots(float (&z)[D], PivotRecord& rec) {
+  const int lane = threadIdx.x & 31;
+  unsigned used = 0u;
+#pragma unroll
   for (int k = 0; k < D; ++k) {
-    const int b = k & 1;
-    const int p = s.pivot[k];
-    const float inv = s.pivot_inv[k];
+    const int p = choose_pivot(z[k], used, lane);
+    const float inv = 1.f / __shfl_sync(kFull, z[k], p);
+    const float f = lane == p ? 0.f : z[k] * inv;
+    rec.f[k][lane] = f;
+    if (lane == p) rec.pivot[k] = p, rec.step_of[p] = k, rec.inv[p] = inv;
 #pragma unroll
-    for (int r = w; r < D; r += W) {
-      const float f = r == p ? 0.f : s.m[b][r][k] * inv;
-      s.m[b ^ 1][r][lane] = fmaf(-f, s.m[b][p][lane], s.m[b][r][lane]);
-      s.m[b ^ 1][r][D + lane] = fmaf(-f, s.m[b][p][D + lane], s.m[b][r][D + lane]);
-    }
-    if (w == 0 && k + 1 < D) {  // column k + 1 after this step, lane = row, as its owners compute it
-      const float f = lane == p ? 0.f : s.m[b][lane][k] * inv;
-      choose_pivot(s, fmaf(-f, s.m[b][p][k + 1], s.m[b][lane][k + 1]), k + 1, used, lane);
-    }
-    __syncthreads();
+    for (int j = k + 1; j < D; ++j) z[j] = fmaf(-f, __shfl_sync(kFull, z[j], p), z[j]);
   }
-  // Row k of A is the X^T part of the row chosen at step k over its pivot (A symmetric). D is even: the last
-  // step wrote buffer 0.
-#pragma unroll
-  for (int r = w; r < D; r += W) s.next[r][lane] = s.m[0][s.pivot[r]][D + lane] * s.pivot_inv[r];
-  __syncthreads();
+  __syncwarp();
 }
 
-__device__ __forceinline__ float sym_entry(const SolveSmem& s, int r, int j) { return 0.5f * (s.next[r][j] + s.next[j][r]); }
+// Every lane of a warp, x holding columns c0 .. c0 + NC - 1 of row `lane` of X^T: the recorded elimination
+// applied to them, and those columns of A written into a (row stride D + 1), whose entry (r, j) the callers
+// read symmetrised, as the recurrence keeps A, by sym_entry.
+template <int NC> __device__ __forceinline__ void apply_pivots(float (&x)[NC], const PivotRecord& rec, float (*a)[D + 1], int c0) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 0; k < D; ++k) {
+    const int p = rec.pivot[k];
+    const float f = rec.f[k][lane];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) x[c] = fmaf(-f, __shfl_sync(kFull, x[c], p), x[c]);
+  }
+  const int step = rec.step_of[lane];
+  const float inv = rec.inv[lane];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) a[step][c0 + c] = x[c] * inv;
+}
+
+__device__ __forceinline__ float sym_entry(const float (*a)[D + 1], int r, int j) { return 0.5f * (a[r][j] + a[j][r]); }
 
 struct alignas(16) ChainSmem {
   float pi[2 * D][2 * D + 4];  // float4 rows: the product reads four of a row's entries at once
-  float xz[2 * D][D + 1];  // [X; Z] before the current group: A = X Z^{-1}
-  SolveSmem solve;
+  float xz[2 * D][D + 1];      // [X; Z] before the current group: A = X Z^{-1}
+  float a[D][D + 1];           // A from the solve
+  PivotRecord rec;             // the solve's pivots
 };
 
-__global__ void __launch_bounds__(kChainThreads) penalty_chain_kernel(Plan pl) {
+// Warp w owns rows w, w + W, ... of X and of Z (W warps), lane = column; warp 0 also solves and carries z.
+__global__ void __launch_bounds__(kPenaltyChainThreads) penalty_chain_kernel(Plan pl) {
+  constexpr int W = kPenaltyChainThreads / 32, kRows = D / W;
+  static_assert(D % W == 0, "penalty_chain: every warp owns the same number of rows");
   __shared__ ChainSmem s;
-  const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  s.xz[r][lane] = r == lane ? 1.f / pl.lambda0 : 0.f;  // line 4: [A_0; I]
-  s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
+  const int seq = blockIdx.x, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const int r = w + i * W;
+    s.xz[r][lane] = r == lane ? 1.f / pl.lambda0 : 0.f;  // line 4: [A_0; I]
+    s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
+  }
   float z = 0.f;  // warp 0: z, lane = coordinate
-  // Pi_g's entries of this thread, loaded a group ahead so that the global loads' latency overlaps a step.
-  constexpr int kPer = 4 * D * D / kChainThreads;
-  float next_pi[kPer];
-  const auto load_pi = [&](int g) {
+  // Pi_g's entries of this thread and (warp 0) the group's key sum, loaded a group ahead so that the global
+  // loads' latency overlaps a step.
+  constexpr int kPer = 4 * D * D / kPenaltyChainThreads;
+  float next_pi[kPer], next_zsum = 0.f;
+  const auto load_group = [&](int g) {
     const float* pi = pl.pi + pl.slot(seq, g) * (4 * D * D);
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) next_pi[i] = pi[threadIdx.x + i * kChainThreads];
+    for (int i = 0; i < kPer; ++i) next_pi[i] = pi[threadIdx.x + i * kPenaltyChainThreads];
+    if (w == 0) next_zsum = pl.zsum[pl.slot(seq, g) * D + lane];
   };
-  load_pi(0);
+  load_group(0);
   for (int g = 0; g < pl.groups; ++g) {
-    const long long at = pl.slot(seq, g) * D * D + r * D + lane;
+    const long long at = pl.slot(seq, g) * D * D + lane;  // + r D: entry (r, lane) of the group's slot
     __syncthreads();  // the previous step's reads of pi done, its [X; Z] written
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      const int e = threadIdx.x + i * kChainThreads;
+      const int e = threadIdx.x + i * kPenaltyChainThreads;
       s.pi[e / (2 * D)][e % (2 * D)] = next_pi[i];
     }
-    if (g + 1 < pl.groups) load_pi(g + 1);
+    const float zsum = next_zsum;
+    if (g + 1 < pl.groups) load_group(g + 1);
     if (g % pl.span == 0) {
       if (g > 0) {  // renormalise: [X; Z] -> [A; I]
-        s.solve.m[0][r][lane] = s.xz[D + lane][r];
-        s.solve.m[0][r][D + lane] = s.xz[lane][r];
-        solve_penalty<kChainThreads>(s.solve);
-        s.xz[r][lane] = sym_entry(s.solve, r, lane);
-        s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
+        if (w == 0) {
+          float zt[D];  // row `lane` of Z^T
+#pragma unroll
+          for (int j = 0; j < D; ++j) zt[j] = s.xz[D + j][lane];
+          eliminate_pivots(zt, s.rec);
+        }
+        __syncthreads();
+        {
+          constexpr int NC = D / W;
+          float xt[NC];  // columns w NC .. of row `lane` of X^T
+#pragma unroll
+          for (int c = 0; c < NC; ++c) xt[c] = s.xz[w * NC + c][lane];
+          apply_pivots(xt, s.rec, s.a, w * NC);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const int r = w + i * W;
+          s.xz[r][lane] = sym_entry(s.a, r, lane);
+          s.xz[D + r][lane] = r == lane ? 1.f : 0.f;
+        }
       }
     } else {  // penalty_expand solves this group's A from its pair: a0 gets X, zh Z
-      pl.zh[at] = s.xz[D + r][lane];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) pl.zh[at + (w + i * W) * D] = s.xz[D + w + i * W][lane];
     }
-    pl.a0[at] = s.xz[r][lane];
-    if (r == 0) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) pl.a0[at + (w + i * W) * D] = s.xz[w + i * W][lane];
+    if (w == 0) {
       pl.z0[pl.slot(seq, g) * D + lane] = z;
-      z += pl.zsum[pl.slot(seq, g) * D + lane];
+      z += zsum;
     }
     if (g + 1 == pl.groups) break;
     __syncthreads();  // pi stored, [X; Z] final
-    // [X; Z] <- Pi_g [X; Z]: rows r of X' and Z', column lane.
-    float xn = 0.f, zn = 0.f;
+    // [X; Z] <- Pi_g [X; Z]: rows w + i W of X' and Z', column lane.
+    float xn[kRows] = {}, zn[kRows] = {};
 #pragma unroll 4
     for (int k = 0; k < 2 * D; k += 4) {
-      const float4 px = ld4(&s.pi[r][k]), pz = ld4(&s.pi[D + r][k]);
       const float c0 = s.xz[k][lane], c1 = s.xz[k + 1][lane], c2 = s.xz[k + 2][lane], c3 = s.xz[k + 3][lane];
-      xn = fmaf(px.x, c0, xn); xn = fmaf(px.y, c1, xn); xn = fmaf(px.z, c2, xn); xn = fmaf(px.w, c3, xn);
-      zn = fmaf(pz.x, c0, zn); zn = fmaf(pz.y, c1, zn); zn = fmaf(pz.z, c2, zn); zn = fmaf(pz.w, c3, zn);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const float4 px = ld4(&s.pi[w + i * W][k]), pz = ld4(&s.pi[D + w + i * W][k]);
+        xn[i] = fmaf(px.x, c0, xn[i]); xn[i] = fmaf(px.y, c1, xn[i]); xn[i] = fmaf(px.z, c2, xn[i]); xn[i] = fmaf(px.w, c3, xn[i]);
+        zn[i] = fmaf(pz.x, c0, zn[i]); zn[i] = fmaf(pz.y, c1, zn[i]); zn[i] = fmaf(pz.z, c2, zn[i]); zn[i] = fmaf(pz.w, c3, zn[i]);
+      }
     }
     __syncthreads();
-    s.xz[r][lane] = xn;
-    s.xz[D + r][lane] = zn;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      s.xz[w + i * W][lane] = xn[i];
+      s.xz[D + w + i * W][lane] = zn[i];
+    }
   }
 }
 
-// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one block of kExpandThreads each:
-// 8 warps, so that a wave holds every group of a launch (the chain's 32-warp solve shortens one sequence's
-// critical path; here throughput over many groups counts).
-__global__ void __launch_bounds__(kExpandThreads) penalty_expand_kernel(Plan pl) {
-  __shared__ SolveSmem s;
-  constexpr int W = kExpandThreads / 32;
-  const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (g % pl.span == 0) return;  // block-uniform
-  const long long at = pl.slot(seq, g) * D * D + lane;
+// A_g = X_g Z_g^{-1} for the groups the chain did not renormalise at, one warp each (kExpandWarps groups a
+// block), every group at once.
+__global__ void __launch_bounds__(kExpandWarps * 32) penalty_expand_kernel(Plan pl) {
+  __shared__ float a[kExpandWarps][D][D + 1];
+  __shared__ PivotRecord rec[kExpandWarps];
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const long long slot = static_cast<long long>(blockIdx.x) * kExpandWarps + w;  // = pl.slot(seq, g)
+  if (slot >= static_cast<long long>(pl.seqs) * pl.groups || (slot % pl.groups) % pl.span == 0) return;  // warp-uniform
+  const long long at = slot * D * D + lane;
+  float m[D];  // row `lane` of Z^T, then of X^T
 #pragma unroll
-  for (int r = w; r < D; r += W) {
-    s.m[0][lane][r] = pl.zh[at + r * D];      // Z^T
-    s.m[0][lane][D + r] = pl.a0[at + r * D];  // X^T
-  }
-  solve_penalty<kExpandThreads>(s);
+  for (int j = 0; j < D; ++j) m[j] = pl.zh[at + j * D];
+  eliminate_pivots(m, rec[w]);
 #pragma unroll
-  for (int r = w; r < D; r += W) pl.a0[at + r * D] = sym_entry(s, r, lane);
+  for (int j = 0; j < D; ++j) m[j] = pl.a0[at + j * D];
+  apply_pivots(m, rec[w], a[w], 0);
+  __syncwarp();
+#pragma unroll
+  for (int r = 0; r < D; ++r) pl.a0[at + r * D] = sym_entry(a[w], r, lane);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -991,30 +1032,45 @@ template <int CM, bool kMap, ProductOperands Ops> __global__ void __launch_bound
   }
 }
 
-// 5. memory_chain: S_{g+1} = S_g Tr_g + B_g, thread (r, lane) one entry.
-__global__ void __launch_bounds__(kChainThreads) memory_chain_kernel(Plan pl) {
+// 5. memory_chain: S_{g+1} = S_g Tr_g + B_g, warp w rows w, w + W, ... (W warps), lane = column: each
+// thread's rows independent sums, so that its FMAs overlap (a thread per entry waits on one chain of D).
+__global__ void __launch_bounds__(kMemoryChainThreads) memory_chain_kernel(Plan pl) {
+  constexpr int W = kMemoryChainThreads / 32, kRows = D / W;
+  static_assert(D % W == 0, "memory_chain: every warp owns the same number of rows");
   __shared__ float S[D][D + 1], tr[D][D + 1];
-  const int seq = blockIdx.x, r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  S[r][lane] = 0.f;
+  const int seq = blockIdx.x, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) S[w + i * W][lane] = 0.f;
   // Tr_g and B_g's entries of this thread, loaded a group ahead so that the loads' latency overlaps a step.
-  long long at = pl.slot(seq, 0) * D * D + r * D + lane;
-  float tr_next = pl.tr[at], bm_next = pl.bm[at];
+  long long at = pl.slot(seq, 0) * D * D + w * D + lane;  // + i W D: row w + i W
+  float tr_next[kRows], bm_next[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) tr_next[i] = pl.tr[at + i * W * D], bm_next[i] = pl.bm[at + i * W * D];
   for (int g = 0; g < pl.groups; ++g, at += D * D) {  // slot (seq, g + 1) follows slot (seq, g)
-    tr[r][lane] = tr_next;
-    pl.s0[at] = S[r][lane];
-    float next = bm_next;
-    if (g + 1 < pl.groups) tr_next = pl.tr[at + D * D], bm_next = pl.bm[at + D * D];
+    float next[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      tr[w + i * W][lane] = tr_next[i];
+      pl.s0[at + i * W * D] = S[w + i * W][lane];
+      next[i] = bm_next[i];
+      if (g + 1 < pl.groups) tr_next[i] = pl.tr[at + D * D + i * W * D], bm_next[i] = pl.bm[at + D * D + i * W * D];
+    }
     __syncthreads();
 #pragma unroll 8
-    for (int k = 0; k < D; ++k) next = fmaf(S[r][k], tr[k][lane], next);
+    for (int k = 0; k < D; ++k) {
+      const float t = tr[k][lane];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) next[i] = fmaf(S[w + i * W][k], t, next[i]);
+    }
     __syncthreads();
-    S[r][lane] = next;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) S[w + i * W][lane] = next[i];
   }
 }
 
 // 7. checkpoints (with x.checkpoints): the state before group g, (S, A, z), into the backward's checkpoint
 // slot of token g * group_tokens (gpu/recurrent_forward.hpp's layout: S, A row-major, then z).
-__global__ void __launch_bounds__(kChainThreads) checkpoints_kernel(Plan pl) {
+__global__ void __launch_bounds__(kCheckpointThreads) checkpoints_kernel(Plan pl) {
   const int seq = blockIdx.x / pl.groups, g = blockIdx.x % pl.groups, e = threadIdx.x;
   float* slot = pl.checkpoints + backward_checkpoint_offset(seq, pl.T, D, g * (pl.group_tokens / kBackwardChunk));
   const long long at = pl.slot(seq, g);
@@ -1038,18 +1094,18 @@ cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& 
 template <int CM, ProductOperands Ops> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
   cudaError_t e;
   if ((e = launch_groups<MapSmem>(group_maps_kernel, x, pl, stream)) != cudaSuccess) return e;
-  penalty_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
+  penalty_chain_kernel<<<pl.seqs, kPenaltyChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (pl.groups > 1 && pl.span > 1) {
-    penalty_expand_kernel<<<pl.seqs * pl.groups, kExpandThreads, 0, stream>>>(pl);
+    penalty_expand_kernel<<<(pl.seqs * pl.groups + kExpandWarps - 1) / kExpandWarps, kExpandWarps * 32, 0, stream>>>(pl);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
   if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM, Ops>, x, pl, stream)) != cudaSuccess) return e;
   if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true, Ops>, x, pl, stream)) != cudaSuccess) return e;
-  memory_chain_kernel<<<pl.seqs, kChainThreads, 0, stream>>>(pl);
+  memory_chain_kernel<<<pl.seqs, kMemoryChainThreads, 0, stream>>>(pl);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (pl.checkpoints) {
-    checkpoints_kernel<<<pl.seqs * pl.groups, kChainThreads, 0, stream>>>(pl);
+    checkpoints_kernel<<<pl.seqs * pl.groups, kCheckpointThreads, 0, stream>>>(pl);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
   }
   return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false, Ops>, x, pl, stream);

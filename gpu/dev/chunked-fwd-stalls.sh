@@ -5,7 +5,7 @@
 # (8, 4, T, 32) (refresh 20, C = 20, the launch's group) and Nsight Compute samples the third launch of each
 # group kernel (gpu/dev/ncu-stalls.sh: headline numbers here; details, per-instruction metrics and their
 # summary per source line and per opcode in $OUT, tagged build-kernel-T).
-# usage: [CFS_T=65536] [CFS_KERNELS="alphas maps outputs group_maps"] bash gpu/dev/chunked-fwd-stalls.sh
+# usage: [CFS_T=65536] [CFS_KERNELS="alphas maps outputs group_maps" (or chain)] bash gpu/dev/chunked-fwd-stalls.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 status=0
@@ -23,6 +23,7 @@ for b in /tmp/cfs/bin/cvla_*; do
       maps) regex=memory_kernel skip=4 ;;
       outputs) regex=memory_kernel skip=5 ;;
       group_maps) regex=group_maps_kernel skip=2 ;;
+      chain) regex=penalty_chain_kernel skip=2 ;;
       *) echo "unknown kernel $k"; exit 2 ;;
     esac
     tag="$name-$k-$T"
