@@ -42,10 +42,13 @@ __device__ __forceinline__ void chain_product(float (&next)[E], const float* X, 
     const int e = e0 + n * kChainThreads, r = e / D, c = e % D;
     if (e >= D * D) break;
     float a = 0.f;
+#pragma unroll 8
     for (int k = 0; k < D; ++k) a = fmaf(kXt ? X[k * LD + r] : X[r * LD + k], Y[k * LD + c], a);
     next[n] = a;
   }
 }
+// A chain step waits on nothing from global memory: the next group's product and local term are loaded a
+// group ahead into registers, and dz stays in a register (thread i < d owns dz_i).
 template <int D, int kPass>
 __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const GroupArgs ga) {
   constexpr int LD = D + 1, E = (D * D + kChainThreads - 1) / kChainThreads;
@@ -58,8 +61,8 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
     cur[(e / D) * LD + e % D] = 0.f;
     ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + part + e] = 0.f;
   }
-  if (kPass == 1)
-    for (int i = e0; i < D; i += kChainThreads) ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + 2 * D * D + i] = 0.f;
+  float dz = 0.f;  // kPass 1, thread e0 < D: dz_b, zero after the last group
+  if (kPass == 1 && e0 < D) ga.carry[(seq * ga.groups + ga.groups - 1) * kCarry + 2 * D * D + e0] = 0.f;
   auto store_cur = [&](const float (&next)[E]) {
 #pragma unroll
     for (int n = 0; n < E; ++n) {
@@ -68,11 +71,33 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
       cur[(e / D) * LD + e % D] = next[n];
     }
   };
+  // Group g's product entries and local terms of this thread (and its dz^0_a), loaded a group ahead.
+  float p_next[E], loc_next[E], dz_next = 0.f;
+  const auto load_group = [&](int g) {
+    const long long at = seq * ga.groups + g;
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads;
+      if (e >= D * D) break;
+      p_next[n] = ga.product[at * D * D + e];
+      loc_next[n] = ga.local[at * kCarry + part + e];  // dS^0_a, or sym(dA^0_a)
+    }
+    if (kPass == 1 && e0 < D) dz_next = ga.local[at * kCarry + 2 * D * D + e0];
+  };
+  if (ga.groups > 1) load_group(ga.groups - 1);
   for (int g = ga.groups - 1; g >= 1; --g) {
     const long long at = seq * ga.groups + g;
-    const float* loc = ga.local + at * kCarry;
     float* out = ga.carry + (at - 1) * kCarry;
-    for (int e = e0; e < D * D; e += kChainThreads) P[(e / D) * LD + e % D] = ga.product[at * D * D + e];
+    float loc[E];
+#pragma unroll
+    for (int n = 0; n < E; ++n) {
+      const int e = e0 + n * kChainThreads;
+      if (e >= D * D) break;
+      P[(e / D) * LD + e % D] = p_next[n];
+      loc[n] = loc_next[n];
+    }
+    const float dz_local = dz_next;
+    if (g > 1) load_group(g - 1);
     __syncthreads();  // P and cur written
     float next[E];
     chain_product<D, E, false>(next, cur, P, e0);  // C1: dS_b R_g; C2: Sigma_b Phi_g
@@ -85,7 +110,7 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
 #pragma unroll
     for (int n = 0; n < E; ++n) {
       const int e = e0 + n * kChainThreads;
-      if (e < D * D) next[n] += loc[part + e];  // + dS^0_a, or + sym(dA^0_a)
+      if (e < D * D) next[n] += loc[n];  // + dS^0_a, or + sym(dA^0_a)
     }
     __syncthreads();  // every read of cur and P done
     store_cur(next);
@@ -94,9 +119,10 @@ __global__ void __launch_bounds__(kChainThreads) vla_group_chain_kernel(const Gr
       const int e = e0 + n * kChainThreads;
       if (e < D * D) out[part + e] = next[n];
     }
-    if (kPass == 1)  // dz_a = dz_b + dz^0_a, read from the carry just written for group g
-      for (int i = e0; i < D; i += kChainThreads)
-        out[2 * D * D + i] = ga.carry[at * kCarry + 2 * D * D + i] + loc[2 * D * D + i];
+    if (kPass == 1 && e0 < D) {  // dz_a = dz_b + dz^0_a
+      dz += dz_local;
+      out[2 * D * D + e0] = dz;
+    }
   }
 }
 
