@@ -2,8 +2,8 @@
 # A/B of whole builds of the GPU development drivers on a CUDA machine with no build there. Each build is a
 # folder .device-carry/pab/LABEL/ holding any of cvla.xz (gpu/dev/chunked_vla_forward_check.cu), fbb.xz
 # (gpu/dev/fused_backward_bench.cu) and cvlab.xz (gpu/dev/chunked_vla_backward_check.cu), each built here
-# with nvcc, static C++ runtime, from one tree (so a change to a shared header, core/phi.hpp say, is
-# compared as a whole). First each build's checks and bit digests (the chunked forward's `check` against
+# from one tree by gpu/dev/build-prebuilt.sh (so a change to a shared header, core/phi.hpp say, is compared
+# as a whole). First each build's checks and bit digests (the chunked forward's `check` against
 # Algorithm 1 in double; the fused and chunk-form backwards' gradient digests, which builds that should
 # compute the same numbers must print alike), then ROUNDS rounds of the benchmarks with the builds
 # interleaved within each round, so that clock or thermal drift falls on all of them alike.
