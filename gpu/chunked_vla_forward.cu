@@ -21,7 +21,9 @@
 //   5 memory_chain    per sequence: S at every group start, S_{g+1} = S_g Tr_g + B_g
 //   6 outputs         from S_g and z_g, the group's chunks in order: the residual sweep and the read (V5, D3)
 // The sequential depth is T / (group tokens) chain steps instead of T / C chunk steps, and the chunk work
-// is spread over B H T / (group tokens) warps instead of B H blocks.
+// is spread over B H T / (group tokens) warps instead of B H blocks. A launch whose group kernels need more
+// than one wave of blocks runs in parts of whole sequences, one wave each, on streams of their own, so that
+// one part's chains run beside the next part's group kernels (chunked_vla_parts).
 #include "gpu/chunked_vla_forward.hpp"
 
 #include "core/phi.hpp"
@@ -1091,29 +1093,84 @@ cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& 
   return cudaGetLastError();
 }
 
-template <int CM, ProductOperands Ops> cudaError_t run_pipeline(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
-  cudaError_t e;
-  if ((e = launch_groups<MapSmem>(group_maps_kernel, x, pl, stream)) != cudaSuccess) return e;
-  penalty_chain_kernel<<<pl.seqs, kPenaltyChainThreads, 0, stream>>>(pl);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  if (pl.groups > 1 && pl.span > 1) {
-    penalty_expand_kernel<<<(pl.seqs * pl.groups + kExpandWarps - 1) / kExpandWarps, kExpandWarps * 32, 0, stream>>>(pl);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  }
-  if ((e = launch_groups<AlphaSmem<CM>>(alphas_kernel<CM, Ops>, x, pl, stream)) != cudaSuccess) return e;
-  if ((e = launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true, Ops>, x, pl, stream)) != cudaSuccess) return e;
-  memory_chain_kernel<<<pl.seqs, kMemoryChainThreads, 0, stream>>>(pl);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  if (pl.checkpoints) {
-    checkpoints_kernel<<<pl.seqs * pl.groups, kCheckpointThreads, 0, stream>>>(pl);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  }
-  return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false, Ops>, x, pl, stream);
+// A launch's sequences in parts, each a contiguous range of sequences on its own stream, every pointer offset
+// to the part's first sequence: a part is a smaller launch of the same kernels, each sequence's numbers the
+// same bits. The phases are launched part after part, so that while one part's chains (one block per
+// sequence, a few SMs) run, the next part's group kernels fill the rest of the device
+// (docs/chunkwise-vla.md, "GPU forward").
+struct Part {
+  RecurrentTensors x;
+  Plan pl;
+  cudaStream_t stream;
+};
+
+Part part_of(const RecurrentTensors& x, const Plan& pl, int seq0, int seqs, cudaStream_t stream) {
+  const long long tokens = static_cast<long long>(seq0) * pl.T * D, slots = pl.slot(seq0, 0);
+  Part p{x, pl, stream};
+  p.x.q += tokens;
+  p.x.k += tokens;
+  p.x.v += tokens;
+  p.x.u += tokens;
+  p.x.o += tokens;
+  p.x.B = seqs;
+  p.x.H = 1;
+  p.pl.seqs = seqs;
+  p.pl.pi += slots * 4 * D * D;
+  p.pl.zsum += slots * D;
+  p.pl.a0 += slots * D * D;
+  p.pl.zh += slots * D * D;
+  p.pl.z0 += slots * D;
+  p.pl.tr += slots * D * D;
+  p.pl.bm += slots * D * D;
+  p.pl.s0 += slots * D * D;
+  p.pl.ahat += tokens;
+  p.pl.khat += tokens;
+  if (p.pl.checkpoints) p.pl.checkpoints += backward_checkpoint_offset(seq0, pl.T, D, 0);
+  if (p.pl.chunk_starts) p.pl.chunk_starts += static_cast<long long>(seq0) * pl.chunks * backward_slot_floats(D);
+  p.x.checkpoints = p.pl.checkpoints;
+  return p;
+}
+
+template <int CM, ProductOperands Ops> cudaError_t run_pipeline(const Part* parts, int n) {
+  cudaError_t e = cudaSuccess;
+  // Each phase for every part, then the next phase: launch order is the order in which the device takes
+  // blocks of kernels that are ready together.
+  const auto phase = [&](auto launch) {
+    for (int i = 0; i < n && e == cudaSuccess; ++i) e = launch(parts[i].x, parts[i].pl, parts[i].stream);
+  };
+  phase([](const RecurrentTensors& x, const Plan& pl, cudaStream_t s) { return launch_groups<MapSmem>(group_maps_kernel, x, pl, s); });
+  phase([](const RecurrentTensors&, const Plan& pl, cudaStream_t s) {
+    penalty_chain_kernel<<<pl.seqs, kPenaltyChainThreads, 0, s>>>(pl);
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess && pl.groups > 1 && pl.span > 1) {
+      penalty_expand_kernel<<<(pl.seqs * pl.groups + kExpandWarps - 1) / kExpandWarps, kExpandWarps * 32, 0, s>>>(pl);
+      r = cudaGetLastError();
+    }
+    return r;
+  });
+  phase([](const RecurrentTensors& x, const Plan& pl, cudaStream_t s) { return launch_groups<AlphaSmem<CM>>(alphas_kernel<CM, Ops>, x, pl, s); });
+  phase([](const RecurrentTensors& x, const Plan& pl, cudaStream_t s) {
+    return launch_groups<MemorySmem<CM, true>>(memory_kernel<CM, true, Ops>, x, pl, s);
+  });
+  phase([](const RecurrentTensors&, const Plan& pl, cudaStream_t s) {
+    memory_chain_kernel<<<pl.seqs, kMemoryChainThreads, 0, s>>>(pl);
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess && pl.checkpoints) {
+      checkpoints_kernel<<<pl.seqs * pl.groups, kCheckpointThreads, 0, s>>>(pl);
+      r = cudaGetLastError();
+    }
+    return r;
+  });
+  phase([](const RecurrentTensors& x, const Plan& pl, cudaStream_t s) {
+    return launch_groups<MemorySmem<CM, false>>(memory_kernel<CM, false, Ops>, x, pl, s);
+  });
+  return e;
 }
 
 // The register arrays hold CM >= C rows: the smallest compiled size that holds the chunk.
-template <ProductOperands Ops> cudaError_t run_chunk_rows(const RecurrentTensors& x, const Plan& pl, cudaStream_t stream) {
-  return pl.C <= 16 ? run_pipeline<16, Ops>(x, pl, stream) : pl.C <= 20 ? run_pipeline<20, Ops>(x, pl, stream) : run_pipeline<32, Ops>(x, pl, stream);
+template <ProductOperands Ops> cudaError_t run_chunk_rows(const Part* parts, int n) {
+  const int C = parts[0].pl.C;
+  return C <= 16 ? run_pipeline<16, Ops>(parts, n) : C <= 20 ? run_pipeline<20, Ops>(parts, n) : run_pipeline<32, Ops>(parts, n);
 }
 
 // Blocks of the group-parallel kernels resident at once on the current device: its SMs times the blocks per
@@ -1155,6 +1212,39 @@ template <int CM> long long resident_group_blocks() {
   return sms * per_sm;
 }
 
+long long resident_group_blocks_for(int C) {
+  return C <= 16 ? resident_group_blocks<16>() : C <= 20 ? resident_group_blocks<20>() : resident_group_blocks<32>();
+}
+
+// The streams beside the caller's that a launch's parts run on, with the events that fork them from the
+// caller's stream and join them back: created once per host thread and device and kept for the process's life;
+// threads never share them. Two launches from one thread on different caller streams share them, which puts
+// their later parts one after the other: less overlap, never a wrong order (each waits only on events recorded
+// before it). Null where a creation failed: the launch then runs as one part.
+struct PartStreams {
+  cudaStream_t side[kChunkedVlaMaxParts - 1];
+  cudaEvent_t fork, join;
+};
+PartStreams* part_streams() {
+  constexpr int kDevices = 64;
+  thread_local PartStreams cache[kDevices];
+  thread_local signed char state[kDevices];  // 0 not tried, 1 ready, -1 failed
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (state[dev] == 0) {
+    PartStreams& ps = cache[dev];
+    bool ok = cudaEventCreateWithFlags(&ps.fork, cudaEventDisableTiming) == cudaSuccess &&
+              cudaEventCreateWithFlags(&ps.join, cudaEventDisableTiming) == cudaSuccess;
+    for (int i = 0; i < kChunkedVlaMaxParts - 1; ++i) ok = ok && cudaStreamCreateWithFlags(&ps.side[i], cudaStreamNonBlocking) == cudaSuccess;
+    if (!ok) cudaGetLastError();
+    state[dev] = ok ? 1 : -1;
+  }
+  return state[dev] == 1 ? &cache[dev] : nullptr;
+}
+
 }  // namespace
 
 int chunked_vla_chunk(int chunk, const RecurrentParams& p) {
@@ -1170,7 +1260,7 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
   if (group > 0) return group;
   const int segment = segment_tokens(chunk, p);
   const int c = chunked_vla_chunk(chunk, p);
-  const long long wave = c <= 16 ? resident_group_blocks<16>() : c <= 20 ? resident_group_blocks<20>() : resident_group_blocks<32>();
+  const long long wave = resident_group_blocks_for(c);
   // With checkpoints, groups of a whole number of kBackwardChunk tokens: multiples of the smallest such m,
   // which divides kBackwardChunk (32) and so also kChunkedVlaMaxGroup (64).
   const int m = checkpoints ? kBackwardChunk / std::gcd(segment, kBackwardChunk) : 1;
@@ -1191,6 +1281,14 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
   return chunked_vla_group(chunk, group, p, seqs, T, checkpoints) * segment_tokens(chunk, p);
+}
+
+int chunked_vla_parts(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
+  if (seqs < 1 || T < 1) return 1;
+  const long long group_tokens = chunked_vla_group_tokens(chunk, group, p, seqs, T, checkpoints);
+  const long long groups = (T + group_tokens - 1) / group_tokens, blocks = (groups + kWarps - 1) / kWarps;
+  const long long per_part = std::max(1LL, resident_group_blocks_for(chunked_vla_chunk(chunk, p)) / blocks);
+  return static_cast<int>(std::min<long long>(kChunkedVlaMaxParts, (seqs + per_part - 1) / per_part));
 }
 
 std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, const RecurrentParams& p) {
@@ -1241,8 +1339,25 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.s0 = take(slots * D * D);
   pl.ahat = take(static_cast<long long>(pl.seqs) * x.T * D);
   pl.khat = take(static_cast<long long>(pl.seqs) * x.T * D);
-  e = products == ProductOperands::Full ? run_chunk_rows<ProductOperands::Full>(x, pl, stream)
-                                        : run_chunk_rows<ProductOperands::Tf32>(x, pl, stream);
+  int n = chunked_vla_parts(chunk, group_segments, p, pl.seqs, pl.T, x.checkpoints != nullptr);
+  PartStreams* ps = n > 1 ? part_streams() : nullptr;
+  if (!ps) n = 1;
+  Part parts[kChunkedVlaMaxParts];
+  for (int i = 0, seq0 = 0; i < n; ++i) {
+    const int seqs = (pl.seqs - seq0) / (n - i);  // as even as the sequences allow
+    parts[i] = part_of(x, pl, seq0, seqs, i == 0 ? stream : ps->side[i - 1]);
+    seq0 += seqs;
+  }
+  if (n > 1 && (e = cudaEventRecord(ps->fork, stream)) == cudaSuccess)
+    for (int i = 1; i < n && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(parts[i].stream, ps->fork, 0);
+  if (e == cudaSuccess)
+    e = products == ProductOperands::Full ? run_chunk_rows<ProductOperands::Full>(parts, n) : run_chunk_rows<ProductOperands::Tf32>(parts, n);
+  // The side streams join the caller's whatever happened above, before the workspace is freed on it.
+  for (int i = 1; i < n; ++i) {
+    cudaError_t j = cudaEventRecord(ps->join, parts[i].stream);
+    if (j == cudaSuccess) j = cudaStreamWaitEvent(stream, ps->join, 0);
+    if (e == cudaSuccess) e = j;
+  }
   const cudaError_t f = cudaFreeAsync(ws, stream);
   return e != cudaSuccess ? e : f;
 }

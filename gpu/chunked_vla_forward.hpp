@@ -68,10 +68,19 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
 // with checkpoints.
 int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
 
+// The parts a launch of `seqs` sequences runs in (1 .. kChunkedVlaMaxParts): as many as the waves of whole
+// sequences that the group kernels' blocks fill on the current device. Each part, a contiguous range of
+// sequences, runs on a stream of its own (the caller's stream the first; the others fork from it and join it
+// again before the launch returns), its phases launched after the previous part's, so that one part's chains
+// (one block per sequence) run beside the next part's group kernels. Each sequence's results are the same bits
+// whatever the parts.
+inline constexpr int kChunkedVlaMaxParts = 4;
+int chunked_vla_parts(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints = false);
+
 // Floats of the chunk_starts buffer below: B H chunks of slots of 2 d^2 + d floats (0 for an invalid request).
 std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, const RecurrentParams& p);
 
-// Launches the chunked forward on `stream` (seven kernels and a stream-ordered workspace of
+// Launches the chunked forward on `stream` (seven kernels per part, above, and a stream-ordered workspace of
 // 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, an eighth
 // writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
 // (backward_checkpoint_offset, gpu/recurrent_forward.hpp): what vla_group_backward starts from. Returns the

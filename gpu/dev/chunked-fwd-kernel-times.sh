@@ -2,9 +2,9 @@
 # The chunked VLA forward's kernels one by one, for builds carried as .device-carry/pab/LABEL/cvla.xz
 # (gpu/dev/build-prebuilt.sh builds them): Nsight Compute's duration of each of the forward's seven launches
 # (in launch order: group_maps, the penalty chain, its expansion, alphas, the memory maps, the memory chain,
-# the outputs; the third of three forwards at (8, 4, T, 32), refresh 20, C = 20, the launch's group), at its
-# locked clocks, so that builds compare kernel by kernel without the launch gaps; the builds interleaved
-# within each of ROUNDS rounds.
+# the outputs; the third of three forwards at (8, 4, T, 32), refresh 20, C = 20, the launch's group; each summed
+# over the launch's parts), at its locked clocks, so that builds compare kernel by kernel without the launch
+# gaps or the parts' overlap; the builds interleaved within each of ROUNDS rounds.
 # usage: [LABELS="base new"] [CKT_T="65536 16384"] [ROUNDS=2] bash gpu/dev/chunked-fwd-kernel-times.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,10 +16,17 @@ echo "kernel ms (or us): group_maps, penalty chain, penalty expand, alphas, memo
 for T in ${CKT_T:-65536 16384}; do
   for r in $(seq "${ROUNDS:-2}"); do
     for l in $LABELS; do
-      # A forward is 7 launches (the expansion runs where a span holds several groups: at these T it does);
-      # skip two forwards' fourteen.
-      echo "T=$T round $r $l: $(ncu --kernel-name regex:"group_maps|penalty_|alphas|memory_" --launch-skip 14 --launch-count 7 \
-        --metrics gpu__time_duration.sum "$BIN/$l/cvla" 3 profile "$T" 2>&1 | grep -E "gpu__time" | awk '{printf "%s %s  ", $3, $2}')"
+      # A forward is 7 launches per part (the expansion runs where a span holds several groups: at these T it
+      # does); skip two forwards and sum each kernel over the parts (ncu runs every launch alone).
+      P=$(timeout 20 "$BIN/$l/cvla" 1 parts "$T" 2>/dev/null | awk '/^parts/ {print $2}')
+      P=${P:-1}  # a build older than the parts (its `all` mode, stopped)
+      echo "T=$T round $r $l ($P parts): $(ncu --csv --print-units base --kernel-name regex:"group_maps|penalty_|alphas|memory_" \
+        --launch-skip $((14 * P)) --launch-count $((7 * P)) --metrics gpu__time_duration.sum "$BIN/$l/cvla" 3 profile "$T" 2>/dev/null |
+        awk -F'","' '/gpu__time_duration/ {
+          k = $5 ~ /group_maps/ ? 1 : $5 ~ /penalty_chain/ ? 2 : $5 ~ /penalty_expand/ ? 3 : $5 ~ /alphas/ ? 4 :
+              $5 ~ /memory_kernel<[0-9]+, true/ ? 5 : $5 ~ /memory_chain/ ? 6 : 7
+          v = $NF; gsub(/[",]/, "", v); ns[k] += v
+        } END { for (k = 1; k <= 7; ++k) printf "%.2f us  ", ns[k] / 1000 }')"
     done
   done
 done

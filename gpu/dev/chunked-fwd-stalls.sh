@@ -15,9 +15,12 @@ unpack_carried /tmp/cfs/bin .device-carry/prof/cvla_*.xz
 T=${CFS_T:-65536}
 for b in /tmp/cfs/bin/cvla_*; do
   name=$(basename "$b")
+  P=$(timeout 20 "$b" 1 parts "$T" 2>/dev/null | awk '/^parts/ {print $2}')
+  P=${P:-1}  # a build older than the parts (its `all` mode, stopped)
   for k in ${CFS_KERNELS:-alphas maps outputs group_maps}; do
     # One forward launches group_maps, penalty_chain, penalty_expand, alphas, the maps, memory_chain, the
-    # outputs: the maps and the outputs are both memory_kernel, the maps first.
+    # outputs, each once per part (P): the maps and the outputs are both memory_kernel, the maps first. The
+    # third forward's first part is profiled.
     case $k in
       alphas) regex=alphas_kernel skip=2 ;;
       maps) regex=memory_kernel skip=4 ;;
@@ -28,7 +31,7 @@ for b in /tmp/cfs/bin/cvla_*; do
     esac
     tag="$name-$k-$T"
     echo "== $tag [${SECONDS} s]"
-    SKIP=$skip bash gpu/dev/ncu-stalls.sh "$tag" "$regex" "$b" 3 profile "$T" || status=1
+    SKIP=$((skip * P)) bash gpu/dev/ncu-stalls.sh "$tag" "$regex" "$b" 3 profile "$T" || status=1
   done
 done
 echo "== done (status $status) [${SECONDS} s]"

@@ -5,10 +5,11 @@
 // repetitions after a warm-up).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I. gpu/dev/chunked_vla_forward_check.cu gpu/chunked_vla_forward.cu \
-//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|tf32|profile [T [G]]|groups T G,...]
+//        gpu/recurrent_forward.cu -o cvla_check && ./cvla_check [reps] [all|check|quick|ab|tf32|digest|profile [T [G]]|parts T [G]|groups T G,...]
 // (check: the checks without the benchmark; quick: two small checks, for compute-sanitizer's racecheck;
 // ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh;
 // tf32: the one-pass TF32 products' error against the double reference, then their times beside full's;
+// digest: a hash of the outputs' bits at the benchmark's shapes, equal across builds that compute the same numbers;
 // with CVLA_PRODUCTS=tf32 in the environment every other mode runs the one-pass products too)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
@@ -142,6 +143,11 @@ int main(int argc, char** argv) {
     CUDA_OK(cudaDeviceSynchronize());
     return 0;
   }
+  if (mode == "parts") {  // parts T [G]: the parts a forward at (8, 4, T, 32), refresh 20, C = 20 runs in (chunked_vla_parts)
+    std::printf("parts %d\n", vla::gpu::chunked_vla_parts(20, argc > 4 ? std::atoi(argv[4]) : 0, RecurrentParams{}, 32,
+                                                         argc > 3 ? std::atoi(argv[3]) : 4096));
+    return 0;
+  }
   if (mode == "ab") {  // the launch's own group at the benchmark's shapes only: one line, for A/B rounds
     std::printf("ab ms (T/refresh/C):");
     for (int T : {4096, 16384, 65536}) {
@@ -179,6 +185,22 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("%s\n", ok ? "all outputs finite" : "SOME OUTPUTS NOT FINITE");
+    return ok ? 0 : 1;
+  }
+  if (mode == "digest") {  // FNV-1a over the outputs' bits at the benchmark's shape, the launch's group and a few
+                           // given ones: builds that should compute the same numbers must print alike
+    for (const auto [T, group] : {std::pair{4096, 0}, std::pair{16384, 0}, std::pair{16384, 13}, std::pair{65536, 0}, std::pair{65536, 26}}) {
+      const RandomTensors in(8, 4, T, 3);
+      RecurrentParams p;
+      p.refresh_period = 20;
+      CUDA_OK(cudaMemset(in.o.p, 0xff, in.N * 4));
+      CUDA_OK(launch(20, in.x, p, group));
+      CUDA_OK(cudaDeviceSynchronize());
+      bool finite = true;
+      const std::uint64_t h = vla::gpu::dev::fnv1a_bits(vla::gpu::dev::kFnvOffset, in.o.p, in.N, finite);
+      std::printf("digest T=%-5d group %-2d %016llx%s\n", T, group, static_cast<unsigned long long>(h), finite ? "" : "  NOT FINITE");
+      ok = finite && ok;
+    }
     return ok ? 0 : 1;
   }
   if (mode == "groups") {  // groups T G1,G2,...: the forward at (8, 4, T, 32), refresh 20, C = 20, at each group

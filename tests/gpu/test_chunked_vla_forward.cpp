@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace {
 
@@ -177,6 +178,60 @@ TEST_CASE("chunked VLA forward is the same function of each sequence whatever th
     const std::vector<float> alone = run_gpu(one, 16, p);
     INFO("sequence " << seq);
     CHECK(std::equal(alone.begin(), alone.end(), all.begin() + seq * n));
+  }
+}
+
+TEST_CASE("chunked VLA forward split into parts on several streams leaves each sequence's outputs and states as alone", "[gpu][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // A launch of more sequences than one wave of the group kernels runs in parts, each a range of sequences
+  // on its own stream with every pointer offset to its first sequence (chunked_vla_parts). Sequences at
+  // the parts' edges must equal, bit for bit, the same sequence launched alone: outputs, the backward's
+  // checkpoints and the chunk starts (whole per-sequence regions, poisoned before, so a write into a
+  // neighbour's slots shows too). A difference means a part's offsets are wrong, or a part ran before the
+  // launch's workspace existed or after it was freed (the streams' fork and join).
+  using vla::gpu::DeviceBuffer;
+  const auto p = params(20);
+  const int chunk = 16;
+  Shape s{64, 4, 45, 32};
+  while (vla::gpu::chunked_vla_parts(chunk, 0, p, s.B * s.H, s.T, true) < 2 && s.B < 4096) s.B *= 2;
+  const int seqs = s.B * s.H, parts = vla::gpu::chunked_vla_parts(chunk, 0, p, seqs, s.T, true);
+  INFO(seqs << " sequences in " << parts << " parts");
+  REQUIRE(parts >= 2);
+  const Inputs in = random_inputs(s, 5151);
+  const std::size_t per_o = std::size_t(s.T) * s.d, per_starts = vla::gpu::chunked_vla_chunk_starts_floats(1, 1, s.T, chunk, p);
+  const std::size_t per_ckpt = std::size_t(vla::gpu::backward_checkpoint_offset(1, s.T, s.d, 0));
+  struct Run { std::vector<float> o, starts, ckpt; };
+  const auto run = [&](const Inputs& x_in) {
+    const int n = x_in.s.B * x_in.s.H;
+    DeviceBuffer q(x_in.q), k(x_in.k), v(x_in.v), u(x_in.u), o(x_in.q.size()), starts(per_starts * n), ckpt(per_ckpt * n);
+    for (auto* b : {&o, &starts, &ckpt}) b->poison();
+    vla::gpu::RecurrentTensors x;
+    x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get(); x.checkpoints = ckpt.get();
+    x.B = x_in.s.B; x.H = x_in.s.H; x.T = x_in.s.T; x.d = x_in.s.d;
+    vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, chunk, 0, nullptr, starts.get()), "forward launch");
+    vla::gpu::check(cudaDeviceSynchronize(), "forward (sync)");
+    return Run{o.download(), starts.download(), ckpt.download()};
+  };
+  const Run all = run(in);
+  const auto same_bits = [](const std::vector<float>& a, std::size_t at, const std::vector<float>& b) {
+    return std::memcmp(a.data() + at, b.data(), b.size() * sizeof(float)) == 0;
+  };
+  std::vector<int> edges{0, seqs - 1};
+  for (int i = 1; i < parts; ++i) {  // the first sequence of part i and the last of part i - 1, where the parts are even
+    const int first = (seqs / parts) * i;
+    edges.push_back(first - 1);
+    edges.push_back(first);
+    edges.push_back(first + 1);
+  }
+  for (int seq : edges) {
+    Inputs one{{1, 1, s.T, s.d}, {}, {}, {}, {}, {}};
+    const auto slice = [&](const std::vector<float>& x) { return std::vector<float>(x.begin() + seq * per_o, x.begin() + (seq + 1) * per_o); };
+    one.q = slice(in.q); one.k = slice(in.k); one.v = slice(in.v); one.u = slice(in.u);
+    const Run alone = run(one);
+    INFO("sequence " << seq);
+    CHECK(same_bits(all.o, seq * per_o, alone.o));
+    CHECK(same_bits(all.starts, seq * per_starts, alone.starts));
+    CHECK(same_bits(all.ckpt, seq * per_ckpt, alone.ckpt));
   }
 }
 
