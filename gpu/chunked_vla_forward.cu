@@ -27,6 +27,7 @@
 #include "gpu/chunked_vla_forward.hpp"
 
 #include "core/phi.hpp"
+#include "gpu/pivot_rcp.cuh"
 #include "gpu/tf32_mma.cuh"
 
 #include <algorithm>
@@ -420,7 +421,7 @@ __device__ __forceinline__ void eliminate_pivots(float (&z)[D], PivotRecord& rec
 #pragma unroll
   for (int k = 0; k < D; ++k) {
     const int p = choose_pivot(z[k], used, lane);
-    const float inv = 1.f / __shfl_sync(kFull, z[k], p);
+    const float inv = pivot_rcp(__shfl_sync(kFull, z[k], p));
     const float f = lane == p ? 0.f : z[k] * inv;
     rec.f[k][lane] = f;
     if (lane == p) rec.pivot[k] = p, rec.step_of[p] = k, rec.inv[p] = inv;
@@ -703,7 +704,7 @@ template <int CM, ProductOperands Ops> __global__ void __launch_bounds__(kWarps 
         }
         float djj = cv[j];
         djj = djj >= pl.eps ? djj : pl.eps;  // line 13's clamp (NaN -> eps; a NaN input still spreads through W)
-        const float inv = __frcp_rn(djj);
+        const float inv = pivot_rcp(djj);
         const float lij = lane > j ? gr[j] * inv : 0.f;
 #pragma unroll
         for (int k = j + 1; k < CM; ++k)

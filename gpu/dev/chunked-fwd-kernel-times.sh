@@ -17,14 +17,16 @@ for T in ${CKT_T:-65536 16384}; do
   for r in $(seq "${ROUNDS:-2}"); do
     for l in $LABELS; do
       # A forward is 7 launches per part (the expansion runs where a span holds several groups: at these T it
-      # does); skip two forwards and sum each kernel over the parts (ncu runs every launch alone).
+      # does); skip two forwards and sum each kernel over the parts (ncu runs every launch alone: the sums
+      # are the device time of the parts run one after another, the chains' latency counted once per part).
       P=$(timeout 20 "$BIN/$l/cvla" 1 parts "$T" 2>/dev/null | awk '/^parts/ {print $2}')
       P=${P:-1}  # a build older than the parts (its `all` mode, stopped)
       echo "T=$T round $r $l ($P parts): $(ncu --csv --print-units base --kernel-name regex:"group_maps|penalty_|alphas|memory_" \
         --launch-skip $((14 * P)) --launch-count $((7 * P)) --metrics gpu__time_duration.sum "$BIN/$l/cvla" 3 profile "$T" 2>/dev/null |
-        awk -F'","' '/gpu__time_duration/ {
-          k = $5 ~ /group_maps/ ? 1 : $5 ~ /penalty_chain/ ? 2 : $5 ~ /penalty_expand/ ? 3 : $5 ~ /alphas/ ? 4 :
-              $5 ~ /memory_kernel<[0-9]+, true/ ? 5 : $5 ~ /memory_chain/ ? 6 : 7
+        awk -F'","' -v P="$P" '/gpu__time_duration/ {
+          if ($5 ~ /group_maps/) k = 1; else if ($5 ~ /penalty_chain/) k = 2; else if ($5 ~ /penalty_expand/) k = 3
+          else if ($5 ~ /alphas/) k = 4; else if ($5 ~ /memory_chain/) k = 6
+          else k = ++memory <= P ? 5 : 7  # memory_kernel: the parts maps first, in launch order
           v = $NF; gsub(/[",]/, "", v); ns[k] += v
         } END { for (k = 1; k <= 7; ++k) printf "%.2f us  ", ns[k] / 1000 }')"
     done
