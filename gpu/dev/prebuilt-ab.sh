@@ -5,7 +5,8 @@
 # from one tree by gpu/dev/build-prebuilt.sh (so a change to a shared header, core/phi.hpp say, is compared
 # as a whole). First each build's checks and bit digests (the chunked forward's `check` against
 # Algorithm 1 in double; the fused and chunk-form backwards' gradient digests, which builds that should
-# compute the same numbers must print alike), then ROUNDS rounds of the benchmarks with the builds
+# compute the same numbers must print alike; the chunked forward's output digest too, where its driver has the
+# mode), then ROUNDS rounds of the benchmarks with the builds
 # interleaved within each round, so that clock or thermal drift falls on all of them alike.
 # usage: [ROUNDS=2] [REPS=20] [LABELS="base new"] bash gpu/dev/prebuilt-ab.sh      exit status non-zero if a check failed
 set -uo pipefail
@@ -21,6 +22,8 @@ for l in $LABELS; do
   if [ -x "$BIN/$l/cvla" ]; then
     "$BIN/$l/cvla" 1 check > "/tmp/pab-check-$l.log" 2>&1 || status=1
     echo "chunked forward checks ok: $(grep -cE ' ok$' "/tmp/pab-check-$l.log")"; grep -E "FAIL|error" "/tmp/pab-check-$l.log"
+    # The outputs' bit digest, where the build has the mode (an older build would run its `all` mode instead).
+    if timeout 5 "$BIN/$l/cvla" 1 parts 4096 2>/dev/null | grep -q '^parts'; then "$BIN/$l/cvla" 1 digest | grep '^digest' || status=1; fi
   fi
   [ -x "$BIN/$l/fbb" ] && { "$BIN/$l/fbb" shapes 3 || status=1; }
   [ -x "$BIN/$l/cvlab" ] && { "$BIN/$l/cvlab" digest || status=1; }
