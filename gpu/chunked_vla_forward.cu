@@ -240,7 +240,8 @@ struct Plan {
 
 // The group-parallel kernels: block b, warp w -> (sequence, group), one warp per group; false for a warp
 // past the last group.
-__host__ __device__ inline int blocks_per_sequence(const Plan& pl) { return (pl.groups + kWarps - 1) / kWarps; }
+__host__ __device__ constexpr long long group_blocks(long long groups) { return (groups + kWarps - 1) / kWarps; }
+__host__ __device__ inline int blocks_per_sequence(const Plan& pl) { return static_cast<int>(group_blocks(pl.groups)); }
 __device__ __forceinline__ bool my_group(const Plan& pl, int& seq, int& g) {
   const int per_seq = blocks_per_sequence(pl);
   seq = blockIdx.x / per_seq;
@@ -1269,7 +1270,7 @@ int chunked_vla_group(int chunk, int group, const RecurrentParams& p, int seqs, 
   double best_cost = 0.0;
   for (int g = m; g <= kChunkedVlaMaxGroup; g += m) {
     const long long tokens = static_cast<long long>(g) * segment, groups = (T + tokens - 1) / tokens;
-    const long long blocks = seqs * ((groups + kWarps - 1) / kWarps), waves = (blocks + wave - 1) / wave;
+    const long long blocks = seqs * group_blocks(groups), waves = (blocks + wave - 1) / wave;
     const double cost = static_cast<double>(waves * tokens) + kChunkedVlaChainStepTokens * static_cast<double>(groups);
     if (g == m || cost < best_cost) {
       best = g;
@@ -1287,8 +1288,8 @@ int chunked_vla_group_tokens(int chunk, int group, const RecurrentParams& p, int
 int chunked_vla_parts(int chunk, int group, const RecurrentParams& p, int seqs, int T, bool checkpoints) {
   if (seqs < 1 || T < 1) return 1;
   const long long group_tokens = chunked_vla_group_tokens(chunk, group, p, seqs, T, checkpoints);
-  const long long groups = (T + group_tokens - 1) / group_tokens, blocks = (groups + kWarps - 1) / kWarps;
-  const long long per_part = std::max(1LL, resident_group_blocks_for(chunked_vla_chunk(chunk, p)) / blocks);
+  const long long per_part =
+      std::max(1LL, resident_group_blocks_for(chunked_vla_chunk(chunk, p)) / group_blocks((T + group_tokens - 1) / group_tokens));
   return static_cast<int>(std::min<long long>(kChunkedVlaMaxParts, (seqs + per_part - 1) / per_part));
 }
 

@@ -10,3 +10,8 @@ unpack_carried() {
     xz -dc "$f" > "$dest/$b" && chmod +x "$dest/$b"
   done
 }
+# cvla_parts CVLA T [SECONDS]: the parts in which the chunked forward's driver CVLA launches (8, 4, T, 32);
+# empty for a build older than its `parts` mode, whose `all` mode the timeout (default 20 s) stops.
+cvla_parts() {
+  timeout "${3:-20}" "$1" 1 parts "$2" 2>/dev/null | awk '/^parts/ {print $2}'
+}

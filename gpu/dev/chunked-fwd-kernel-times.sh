@@ -19,8 +19,8 @@ for T in ${CKT_T:-65536 16384}; do
       # A forward is 7 launches per part (the expansion runs where a span holds several groups: at these T it
       # does); skip two forwards and sum each kernel over the parts (ncu runs every launch alone: the sums
       # are the device time of the parts run one after another, the chains' latency counted once per part).
-      P=$(timeout 20 "$BIN/$l/cvla" 1 parts "$T" 2>/dev/null | awk '/^parts/ {print $2}')
-      P=${P:-1}  # a build older than the parts (its `all` mode, stopped)
+      P=$(cvla_parts "$BIN/$l/cvla" "$T")
+      P=${P:-1}  # a build older than the parts
       echo "T=$T round $r $l ($P parts): $(ncu --csv --print-units base --kernel-name regex:"group_maps|penalty_|alphas|memory_" \
         --launch-skip $((14 * P)) --launch-count $((7 * P)) --metrics gpu__time_duration.sum "$BIN/$l/cvla" 3 profile "$T" 2>/dev/null |
         awk -F'","' -v P="$P" '/gpu__time_duration/ {

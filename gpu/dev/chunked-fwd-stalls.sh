@@ -15,8 +15,8 @@ unpack_carried /tmp/cfs/bin .device-carry/prof/cvla_*.xz
 T=${CFS_T:-65536}
 for b in /tmp/cfs/bin/cvla_*; do
   name=$(basename "$b")
-  P=$(timeout 20 "$b" 1 parts "$T" 2>/dev/null | awk '/^parts/ {print $2}')
-  P=${P:-1}  # a build older than the parts (its `all` mode, stopped)
+  P=$(cvla_parts "$b" "$T")
+  P=${P:-1}  # a build older than the parts
   for k in ${CFS_KERNELS:-alphas maps outputs group_maps}; do
     # One forward launches group_maps, penalty_chain, penalty_expand, alphas, the maps, memory_chain, the
     # outputs, each once per part (P): the maps and the outputs are both memory_kernel, the maps first. The
