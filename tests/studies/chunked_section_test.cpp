@@ -60,3 +60,28 @@ TEST_CASE("chunked VLA report section: without fla in the call, the anchors, lab
   CHECK(m.find("IPLR") == std::string::npos);  // no anchor stands in for a kernel this call did not run
   CHECK(vla::studies::chunked_vla_section(d.path / "missing").empty());
 }
+
+TEST_CASE("chunked VLA report section: with fla's record of calls, the ratios are against the fastest fla", "[studies][report]") {
+  const Dir d;
+  // This call's fla ran slow at 4096 (launch-bound) and fast at 16384; the record has a faster 4096 and a slower
+  // 16384 from another call, and a third call at a T this benchmark did not run.
+  d.csv("B,H,d,T,vla_ms,vla_chunked_ms,vla_fwdbwd_ms,vla_chunked_fwdbwd_ms,fla_chunk_delta_bf16_ms,fla_chunk_delta_bf16_fwdbwd_ms\n"
+        "8,4,32,4096,4.0,2.0,40.0,8.0,2.0,4.0\n8,4,32,16384,16.0,3.0,160.0,9.0,0.75,4.5\n");
+  std::ofstream(d.path / "gpu-bench" / "chunked-vla-8-4-32.log") << "snapshot: abc1234\n";
+  std::ofstream(d.path / "gpu-bench" / "fla-calls.csv")
+      << "snapshot,date,T,fla_chunk_delta_bf16_ms,fla_chunk_delta_bf16_fwdbwd_ms\n"
+         "abc1234,2026-11-28,4096,2.0,4.0\nabc1234,2026-11-28,16384,0.75,4.5\n"  // this call, recorded too: counted once
+         "old0001,2026-11-27,4096,1.0,2.0\nold0001,2026-11-27,16384,1.5,9.0\nold0002,2026-11-27,65536,3.0,7.0\n";
+  const std::string m = vla::studies::chunked_vla_section(d.path);
+  INFO(m);
+  CHECK(m.find("fla chunk delta bf16 (fastest of 3 calls)") != std::string::npos);
+  CHECK(m.find("fla chunk delta bf16 fwd+bwd (fastest of 3 calls)") != std::string::npos);
+  // Forward: 2.0 / min(2.0, 1.0) = 2.00 (this call alone would say 1.00); 3.0 / min(0.75, 1.5) = 4.00.
+  CHECK(m.find("| 4096 | 4.00 | 2.000 | 2.00 |  |  | 1 | 2.00 |") != std::string::npos);
+  CHECK(m.find("| 16384 | 16.00 | 3.000 | 5.33 |  |  | 0.75 | 4.00 |") != std::string::npos);
+  // Forward + backward: 8.0 / min(4.0, 2.0) = 4.00; 9.0 / min(4.5, 9.0) = 2.00.
+  CHECK(m.find("| 4096 | 40.00 | 8.00 | 5.00 |  |  | 2 | 4.00 |") != std::string::npos);
+  CHECK(m.find("| 16384 | 160.00 | 9.00 | 17.78 |  |  | 4.5 | 2.00 |") != std::string::npos);
+  // This call's own fla times are still shown.
+  CHECK(m.find("This call's own, forward / fwd+bwd ms: T = 4096: 2 / 4; T = 16384: 0.75 / 4.5.") != std::string::npos);
+}
