@@ -1299,8 +1299,21 @@ std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, cons
   return std::size_t(B) * H * (chunk_of(T - 1, C, p.refresh_period) + 1) * backward_slot_floats(D);
 }
 
+// The workspace's floats for `slots` (sequence, group) pairs and seqs x T tokens: per slot Pi_g (4 d^2), the
+// key sum (d), A_g (d^2), the pair's Z (d^2), z_g (d), Tr_g, B_g and S_g (3 d^2); per token alpha_hat and k_hat.
+static long long workspace_floats(long long slots, long long seqs, long long T) {
+  return slots * (4 * D * D + D + 2 * D * D + D + 3 * D * D) + 2 * seqs * T * D;
+}
+
+std::size_t chunked_vla_forward_workspace_floats(int B, int H, int T, int chunk, int group, const RecurrentParams& p, bool checkpoints) {
+  if (B < 1 || H < 1 || T < 1 || chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0) return 0;
+  const long long seqs = static_cast<long long>(B) * H;
+  const long long group_tokens = chunked_vla_group_tokens(chunk, group, p, static_cast<int>(seqs), T, checkpoints);
+  return static_cast<std::size_t>(workspace_floats(seqs * ((T + group_tokens - 1) / group_tokens), seqs, T));
+}
+
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk, int group, cudaStream_t stream,
-                                float* chunk_starts, ProductOperands products) {
+                                float* chunk_starts, ProductOperands products, float* workspace, std::size_t workspace_floats_given) {
   if (!x.q || !x.k || !x.v || !x.u || !x.o || x.B < 1 || x.H < 1 || x.T < 1) return cudaErrorInvalidValue;
   if (chunk < 0 || chunk > kChunkedVlaMaxChunk || group < 0 || x.d != D) return cudaErrorInvalidValue;
   if (!p.normalise_key) return cudaErrorInvalidValue;  // every kernel here reads k_hat = unit(phi(k)) (line 9)
@@ -1325,9 +1338,11 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
   pl.eta = p.refresh_eta;
   pl.eps = p.eps;
   const long long slots = static_cast<long long>(pl.seqs) * pl.groups;
-  const long long floats = slots * (4 * D * D + D + 2 * D * D + D + 3 * D * D) + 2LL * pl.seqs * x.T * D;
-  float* ws = nullptr;
-  cudaError_t e = cudaMallocAsync(&ws, floats * sizeof(float), stream);
+  const long long floats = workspace_floats(slots, pl.seqs, x.T);
+  // The caller's workspace, or one of the stream-ordered pool's, freed on the stream below.
+  if (workspace && workspace_floats_given < static_cast<std::size_t>(floats)) return cudaErrorInvalidValue;
+  float* ws = workspace;
+  cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&ws, floats * sizeof(float), stream);
   if (e != cudaSuccess) return e;
   float* at = ws;
   const auto take = [&](long long n) { float* r = at; at += n; return r; };
@@ -1360,7 +1375,7 @@ cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams
     if (j == cudaSuccess) j = cudaStreamWaitEvent(stream, ps->join, 0);
     if (e == cudaSuccess) e = j;
   }
-  const cudaError_t f = cudaFreeAsync(ws, stream);
+  const cudaError_t f = workspace ? cudaSuccess : cudaFreeAsync(ws, stream);
   return e != cudaSuccess ? e : f;
 }
 

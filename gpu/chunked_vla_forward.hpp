@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace vla::gpu {
 
 // Head widths and chunk lengths the kernels are compiled for.
@@ -80,8 +82,12 @@ int chunked_vla_parts(int chunk, int group, const RecurrentParams& p, int seqs, 
 // Floats of the chunk_starts buffer below: B H chunks of slots of 2 d^2 + d floats (0 for an invalid request).
 std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, const RecurrentParams& p);
 
-// Launches the chunked forward on `stream` (seven kernels per part, above, and a stream-ordered workspace of
-// 37 KB per (sequence, group) + 2 B H T d 4 bytes, freed on the stream). With x.checkpoints set, an eighth
+// Floats of the workspace below for the same B, H, T, chunk, group, p and checkpoints (x.checkpoints set) on the
+// current device: 37 KB per (sequence, group) + 2 B H T d 4 bytes (0 for an invalid request).
+std::size_t chunked_vla_forward_workspace_floats(int B, int H, int T, int chunk, int group, const RecurrentParams& p,
+                                                 bool checkpoints = false);
+
+// Launches the chunked forward on `stream` (seven kernels per part, above). With x.checkpoints set, an eighth
 // writes the state (S, A, z) before every group into it, in the backward's checkpoint layout
 // (backward_checkpoint_offset, gpu/recurrent_forward.hpp): what vla_group_backward starts from. Returns the
 // first launch or allocation error, or cudaErrorInvalidValue, launching nothing, for a d outside
@@ -97,8 +103,15 @@ std::size_t chunked_vla_chunk_starts_floats(int B, int H, int T, int chunk, cons
 // as accurate as fp32 FMAs) or Tf32 (one pass, each operand rounded to 11 significant bits; the chains,
 // group_maps, factorisations, sweeps and norms stay in fp32 either way). Any other value:
 // cudaErrorInvalidValue.
+// workspace (optional): workspace_floats floats (at least chunked_vla_forward_workspace_floats; fewer:
+// cudaErrorInvalidValue, nothing launched), which the launch uses and leaves allocated. Without one it takes
+// a stream-ordered allocation (cudaMallocAsync) and frees it on the stream; the device's default pool returns
+// that memory at every synchronisation (its release threshold is 0 unless the caller raises it), so a call
+// after one maps it again, 15-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla.md).
+// Repeated launches (benchmarks, training) pass one.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr, float* chunk_starts = nullptr,
-                                ProductOperands products = ProductOperands::Full);
+                                ProductOperands products = ProductOperands::Full, float* workspace = nullptr,
+                                std::size_t workspace_floats = 0);
 
 }  // namespace vla::gpu

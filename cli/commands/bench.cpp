@@ -85,6 +85,7 @@ template <class Launch> double median_event_ms(int reps, Launch&& launch) {
 // as its backward the group-parallel one (gpu/recurrent_backward.hpp) from the forward's group starts, or
 // with `chunk_form` the chunk-form one (gpu/chunked_vla_backward.hpp) from the forward's chunk starts.
 // `products`: how the chunked forward's tensor-core products read their operands (core/product_operands.hpp).
+// Every workspace is allocated outside the timing.
 double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool backward = false, bool chunked = false,
                    bool chunk_form = false, vla::ProductOperands products = vla::ProductOperands::Full) {
   using vla::gpu::check;
@@ -115,11 +116,14 @@ double time_kernel(vla::gpu::RecurrentKind kind, const BenchArgs& a, int T, bool
     // forward leaves every chunk's start state instead.
     if (!matrix_bwd) x.checkpoints = ws.get();
   }
-  vla::gpu::DeviceBuffer starts;
+  vla::gpu::DeviceBuffer starts, fwd_ws;  // fwd_ws: the chunked forward's workspace, allocated once as training's is
   if (matrix_bwd) starts = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_chunk_starts_floats(a.batch, a.heads, T, 0, {}));
+  if (chunked) fwd_ws = vla::gpu::DeviceBuffer(vla::gpu::chunked_vla_forward_workspace_floats(a.batch, a.heads, T, 0, 0, {}, x.checkpoints != nullptr));
   return median_event_ms(a.reps, [&] {
-    if (matrix_bwd) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, starts.get()), "chunked_vla_forward");
-    else if (chunked) check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, nullptr, products), "chunked_vla_forward");
+    if (matrix_bwd)
+      check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, starts.get(), products, fwd_ws.get(), fwd_ws.size()), "chunked_vla_forward");
+    else if (chunked)
+      check(vla::gpu::chunked_vla_forward(x, {}, 0, 0, nullptr, nullptr, products, fwd_ws.get(), fwd_ws.size()), "chunked_vla_forward");
     else check(vla::gpu::recurrent_forward(kind, x, {}), "recurrent_forward");
     if (matrix_bwd) check(vla::gpu::chunked_vla_backward(x, grads, {}, 0, 0, starts.get(), ws.get()), "chunked_vla_backward");
     else if (group_bwd) check(vla::gpu::vla_group_backward(x, grads, {}, group_tokens, starts_every, ws.get()), "vla_group_backward");

@@ -10,7 +10,8 @@
 // ab: one line of the launch's own group at the benchmark's shapes, for gpu/dev/chunked-vla-ab.sh;
 // tf32: the one-pass TF32 products' error against the double reference, then their times beside full's;
 // digest: a hash of the outputs' bits at the benchmark's shapes, equal across builds that compute the same numbers;
-// with CVLA_PRODUCTS=tf32 in the environment every other mode runs the one-pass products too)
+// with CVLA_PRODUCTS=tf32 in the environment every other mode runs the one-pass products too; with
+// CVLA_WORKSPACE=launch the chunked forward allocates its own workspace at every launch)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
@@ -24,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,10 +55,25 @@ struct RandomTensors {
 // How the chunked forward's products read their operands: full (3xTF32) unless the `tf32` mode says one pass.
 vla::ProductOperands g_products = vla::ProductOperands::Full;
 
+// Where the chunked forward's workspace comes from: the caller's, kept across launches (as training and the
+// benchmark keep theirs), unless CVLA_WORKSPACE=launch asks for the launch's own stream-ordered allocation,
+// which the default pool gives back at every synchronisation and maps again at the next launch.
+bool g_launch_workspace = false;
+
 // 0: fused recurrent kernel; C > 0: the chunked forward at chunk C, `group` segments per group (0: default).
+// The caller's workspace grows to the largest launch so far (in a benchmark's warm-up runs, never a timed one).
 cudaError_t launch(int chunk, const RecurrentTensors& x, const RecurrentParams& p, int group = 0) {
-  return chunk == 0 ? vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p)
-                    : vla::gpu::chunked_vla_forward(x, p, chunk, group, nullptr, nullptr, g_products);
+  if (chunk == 0) return vla::gpu::recurrent_forward(vla::gpu::RecurrentKind::Vla, x, p);
+  if (g_launch_workspace) return vla::gpu::chunked_vla_forward(x, p, chunk, group, nullptr, nullptr, g_products);
+  static std::unique_ptr<Dev> ws;
+  static std::size_t have = 0;
+  const std::size_t need = vla::gpu::chunked_vla_forward_workspace_floats(x.B, x.H, x.T, chunk, group, p, x.checkpoints != nullptr);
+  if (need > have) {
+    ws.reset();
+    ws = std::make_unique<Dev>(need);
+    have = need;
+  }
+  return vla::gpu::chunked_vla_forward(x, p, chunk, group, nullptr, nullptr, g_products, ws->p, have);
 }
 
 // Bound: T d 2^-24 (normwise), the GPU tests' fp32 bound. With one-pass TF32 products the error is measured
@@ -134,6 +151,13 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  if (const char* e = std::getenv("CVLA_WORKSPACE")) {
+    if (std::string(e) != "launch" && std::string(e) != "caller") {
+      std::fprintf(stderr, "CVLA_WORKSPACE: unknown value '%s' (allowed: caller, launch)\n", e);
+      return 2;
+    }
+    g_launch_workspace = std::string(e) == "launch";
+  }
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
   bool ok = true;

@@ -129,6 +129,7 @@ struct GpuModel::Impl {
   // fused GEMM takes never need them).
   std::array<DeviceBuffer, 3> row_scratch;
   DeviceBuffer chunk_work;                 // the chunked pair's backward workspace, shared by the layers
+  DeviceBuffer chunk_fwd_work;             // the chunked forward's, shared by the layers (one runs at a time)
 
   float* p(int i) const { return P.get() + off[i]; }
   float* g(int i) const { return G.get() + off[i]; }
@@ -263,9 +264,11 @@ struct GpuModel::Impl {
     } else if (chunked) {
       group_tokens = chunked_vla_backward_group_tokens(0, trait.params, B, cfg.heads, T);
       chunk_work = DeviceBuffer(chunked_vla_backward_workspace_floats(0, trait.params, B, cfg.heads, T, group_tokens));
+      chunk_fwd_work = DeviceBuffer(chunked_vla_forward_workspace_floats(B, cfg.heads, T, 0, 0, trait.params));
       for (auto& y : L) y.mix.ck = DeviceBuffer(chunked_vla_chunk_starts_floats(B, cfg.heads, T, 0, trait.params));
     } else {
       chunk_work = DeviceBuffer();
+      chunk_fwd_work = DeviceBuffer();
       for (auto& y : L) y.mix.ck = DeviceBuffer(recurrent_backward_workspace_floats(B, cfg.heads, T, cfg.d_head));
     }
   }
@@ -507,7 +510,10 @@ void GpuModel::Impl::mixer_forward(int l, const float* H1, MixerActs& a, bool ba
   if (kind() == RecurrentKind::Vla) u_forward(l, a);
   if (gated()) linear_fwd(H1, N, d, p(blk(l, WG)), p(blk(l, BG)), H, a.g.get(), 0.f, {}, gate_heads());  // gate logits, (B, H, T)
   if (softmax()) softmax_attention_forward(blas, AttentionInputs{x.q, x.k, x.v, B, H, T, dh}, x.o, plan, work.get());
-  else if (chunked) check_launch(chunked_vla_forward(x, rp, 0, 0, stream, backward ? a.ck.get() : nullptr), "chunked_vla_forward");
+  else if (chunked)
+    check_launch(chunked_vla_forward(x, rp, 0, 0, stream, backward ? a.ck.get() : nullptr, ProductOperands::Full, chunk_fwd_work.get(),
+                                     chunk_fwd_work.size()),
+                 "chunked_vla_forward");
   else check_launch(recurrent_forward(kind(), x, rp, stream), "recurrent_forward");
   linear_fwd(a.o.get(), N, hd, p(blk(l, WO)), p(blk(l, BO)), d, X.get(), 1.f, hm, {});  // X += Y (residual)
 }

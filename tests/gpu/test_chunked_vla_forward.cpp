@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace {
@@ -181,6 +182,36 @@ TEST_CASE("chunked VLA forward is the same function of each sequence whatever th
   }
 }
 
+TEST_CASE("chunked VLA forward in the caller's workspace computes the bits of its own, launch after launch", "[gpu][chunked]") {
+  if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
+  // A caller's workspace (chunked_vla_forward_workspace_floats floats) replaces the launch's own allocation:
+  // poisoned with NaN before the first launch and reused by a second one on other inputs, it must give each
+  // launch the bits the launch's own workspace gives. A difference means a kernel reads a workspace entry
+  // that no kernel of the same launch wrote (the NaN, or the first launch's value, would reach an output),
+  // or the size function and the launch disagree on the group and hence on the layout.
+  using vla::gpu::DeviceBuffer;
+  const Shape s{2, 3, 150, 32};
+  const auto p = params(20);
+  DeviceBuffer ws(vla::gpu::chunked_vla_forward_workspace_floats(s.B, s.H, s.T, 20, 0, p));
+  REQUIRE(ws.size() > 0);
+  ws.poison();
+  for (std::uint64_t seed : {71u, 72u}) {
+    const Inputs in = random_inputs(s, seed);
+    DeviceBuffer q(in.q), k(in.k), v(in.v), u(in.u), o(in.q.size());
+    o.poison();
+    vla::gpu::RecurrentTensors x;
+    x.q = q.get(); x.k = k.get(); x.v = v.get(); x.u = u.get(); x.o = o.get();
+    x.B = s.B; x.H = s.H; x.T = s.T; x.d = s.d;
+    vla::gpu::check(vla::gpu::chunked_vla_forward(x, p, 20, 0, nullptr, nullptr, vla::ProductOperands::Full, ws.get(), ws.size()),
+                    "forward launch");
+    vla::gpu::check(cudaDeviceSynchronize(), "forward (sync)");
+    const std::vector<float> caller = o.download(), own = run_gpu(in, 20, p);
+    INFO("inputs " << seed);
+    CHECK(all_finite(caller));
+    CHECK(std::memcmp(caller.data(), own.data(), own.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("chunked VLA forward split into parts on several streams leaves each sequence's outputs and states as alone", "[gpu][chunked]") {
   if (vla::gpu::device_count() == 0) { WARN("no CUDA device visible: the GPU kernel test is skipped"); return; }
   // A launch of more sequences than one wave of the group kernels runs in parts, each a range of sequences
@@ -295,6 +326,12 @@ TEST_CASE("chunked VLA forward rejects what it does not implement instead of lau
   big_eps.eps = 2.f;
   CHECK(vla::gpu::chunked_vla_forward(x, big_eps) == cudaErrorInvalidValue);
   CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 0, nullptr, nullptr, static_cast<vla::ProductOperands>(7)) == cudaErrorInvalidValue);
+  // A caller's workspace one float smaller than the launch needs.
+  const std::size_t need = vla::gpu::chunked_vla_forward_workspace_floats(1, 1, 4, 0, 0, p);
+  REQUIRE(need > 0);
+  vla::gpu::DeviceBuffer ws(need);
+  CHECK(vla::gpu::chunked_vla_forward(x, p, 0, 0, nullptr, nullptr, vla::ProductOperands::Full, ws.get(), need - 1) == cudaErrorInvalidValue);
+  CHECK(vla::gpu::chunked_vla_forward_workspace_floats(1, 1, 0, 0, 0, p) == 0);  // an invalid request sizes nothing
   vla::gpu::check(cudaDeviceSynchronize(), "sync");
   for (float e : o.download()) CHECK(std::isnan(e));
 }
