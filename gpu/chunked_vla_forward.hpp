@@ -107,7 +107,7 @@ std::size_t chunked_vla_forward_workspace_floats(int B, int H, int T, int chunk,
 // cudaErrorInvalidValue, nothing launched), which the launch uses and leaves allocated. Without one it takes
 // a stream-ordered allocation (cudaMallocAsync) and frees it on the stream; the device's default pool returns
 // that memory at every synchronisation (its release threshold is 0 unless the caller raises it), so a call
-// after one maps it again, 15-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla.md).
+// after one maps it again, 12-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla.md).
 // Repeated launches (benchmarks, training) pass one.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr, float* chunk_starts = nullptr,

@@ -189,6 +189,14 @@ FlaFastest fla_fastest(const fs::path& record, const std::vector<double>& T, std
 
 }  // namespace
 
+// One of the chunked VLA's benchmark targets (a bound on a measured value) as a verdict computed from the
+// table: met, not met, or not measured where the value is NaN (the column or the T missing).
+std::string target_line(const std::string& what, double value, double bound, const char* unit) {
+  const std::string v = !std::isfinite(value) ? "not measured" : value <= bound ? "met" : "not met";
+  return fmt::format("- {} (at most {:g}{}): {}{}\n", what, bound, unit, v,
+                     std::isfinite(value) ? fmt::format(", {:.2f}{} measured", value, unit) : std::string());
+}
+
 // The chunked VLA forward against the fused kernel and flash softmax, when gpu-bench/chunked-vla-8-4-32.csv
 // is there (`vla bench attention` with gpu/bench_torch.py beside it in one call): fused and chunked from
 // the CSV's benchmark columns, SDPA bf16 from the columns bench_torch.py adds to it (empty cells where the
@@ -265,6 +273,16 @@ std::string chunked_vla_section(const fs::path& out_dir) {
                        cell(std::isfinite(this_fb[i]), this_fb[i], "{:.3g}"));
     m += ".\n";
   }
+  // The targets, from the rows at T = 16384 and 65536 (NaN where the benchmark did not run that T).
+  const auto at = [&](const std::vector<double>& col, double t0) {
+    for (std::size_t i = 0; i < T.size(); ++i)
+      if (T[i] == t0) return col[i];
+    return std::nan("");
+  };
+  std::string targets = "\nThe targets, each computed from the tables here (ratios against the fla column):\n\n";
+  targets += target_line("forward at T = 16384", at(chunked, 16384), 2.3, " ms");
+  targets += target_line("forward at T = 65536 against fla", at(chunked, 65536) / at(fla_fwd, 65536), 1.5, "x");
+  if (tf32) targets += target_line("the same with one-pass TF32 products", at(chunked_tf32, 65536) / at(fla_fwd, 65536), 1.5, "x");
   // fla's fp32 IPLR chunk kernel, where this call ran it: VLA's memory alone once alpha_hat is known, so
   // the chunked VLA (all of Algorithm 1, fp32) is measured against a kernel that does less.
   if (has("fla_chunk_iplr_fp32_ms")) {
@@ -277,7 +295,7 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     }
   }
   // Forward + backward, where the benchmark timed the chunked forward with the group-parallel backward.
-  if (!has("vla_chunked_fwdbwd_ms")) return m + "\n";
+  if (!has("vla_chunked_fwdbwd_ms")) return m + targets + "\n";
   // The chunk-form backward's column (gpu/chunked_vla_backward.hpp), where the benchmark timed it.
   const bool matrix = has("vla_chunkform_fwdbwd_ms");
   m += "\nForward + backward (fp32; the chunked forward leaves each group's state, the group-parallel token-walk backward of "
@@ -298,8 +316,10 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     if (matrix) m += fmt::format(" {} |", cell(std::isfinite(matrix_fb[i]), matrix_fb[i], "{:.2f}"));
     m += fmt::format(" {:.2f} | {} | {} | {} | {} |\n", fused_fb[i] / best, cell(s, sdpa_bf16_fb[i], "{:.3g}"),
                      cell(s, best / sdpa_bf16_fb[i], "{:.2f}"), cell(f, fla_fb[i], "{:.3g}"), cell(f, best / fla_fb[i], "{:.2f}"));
+    if (T[i] == 16384 || T[i] == 65536)
+      targets += target_line(fmt::format("forward + backward at T = {:.0f} against fla", T[i]), best / fla_fb[i], 2.0, "x");
   }
-  return m + "\n";
+  return m + targets + "\n";
 }
 
 std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector<analysis::ClaimResult>& claims) {

@@ -48,6 +48,12 @@ TEST_CASE("chunked VLA report section: fla from the same call replaces the ancho
   // Forward + backward: 8.0 / 2.0 and 9.0 / 4.5.
   CHECK(m.find("| 4096 | 40.00 | 8.00 | 5.00 | 4 | 2.00 | 2 | 4.00 |") != std::string::npos);
   CHECK(m.find("| 16384 | 160.00 | 9.00 | 17.78 | 8 | 1.12 | 4.5 | 2.00 |") != std::string::npos);
+  // The targets, computed from the same rows: 3.0 ms > 2.3 at 16384; no 65536 row; 2.00x <= 2x at 16384 (the
+  // bound itself is met).
+  CHECK(m.find("- forward at T = 16384 (at most 2.3 ms): not met, 3.00 ms measured\n") != std::string::npos);
+  CHECK(m.find("- forward at T = 65536 against fla (at most 1.5x): not measured\n") != std::string::npos);
+  CHECK(m.find("- forward + backward at T = 16384 against fla (at most 2x): met, 2.00x measured\n") != std::string::npos);
+  CHECK(m.find("forward + backward at T = 65536") == std::string::npos);  // no such row, no such line
 }
 
 TEST_CASE("chunked VLA report section: without fla in the call, the anchors, labelled as such", "[studies][report]") {
@@ -84,4 +90,6 @@ TEST_CASE("chunked VLA report section: with fla's record of calls, the ratios ar
   CHECK(m.find("| 16384 | 160.00 | 9.00 | 17.78 |  |  | 4.5 | 2.00 |") != std::string::npos);
   // This call's own fla times are still shown.
   CHECK(m.find("This call's own, forward / fwd+bwd ms: T = 4096: 2 / 4; T = 16384: 0.75 / 4.5.") != std::string::npos);
+  // The fwd+bwd target against the fastest fla: 9.0 / 4.5.
+  CHECK(m.find("- forward + backward at T = 16384 against fla (at most 2x): met, 2.00x measured\n") != std::string::npos);
 }
