@@ -158,7 +158,7 @@ struct FlaAnchor { long T; double fwd, fwdbwd; };
 constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, {65536, 2.85, 7.35}};
 
 // fla's kernels are launched from Python and are launch-bound at T <= 16384: the same build on the same kind of
-// card ran 2x apart between calls (gpu-bench/fla-calls.csv, one row per call and T). A ratio against a slow
+// card ran far apart between calls (gpu-bench/fla-calls.csv, one row per call and T). A ratio against a slow
 // call would flatter the toolkit, so where that record is there the ratios are taken against the fastest fla
 // of the record and this call; `calls` counts the distinct calls that minimum ran over.
 struct FlaFastest {

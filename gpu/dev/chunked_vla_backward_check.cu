@@ -49,16 +49,17 @@ constexpr int d = 32;
 struct Problem {
   int B, H, T, chunk, group_tokens;
   RecurrentParams p;
-  std::size_t N;
+  std::size_t N, fwd_floats;
   Dev q, k, v, u, o, dout, dq, dk, dv, du, starts, ws, fwd_ws;  // fwd_ws: the chunked forward's workspace, kept across launches
   RecurrentTensors x;
   RecurrentGrads g;
   Problem(int B_, int H_, int T_, int chunk_, int period, int group_tokens_)
-      : B(B_), H(H_), T(T_), chunk(chunk_), group_tokens(group_tokens_), p(params(period)), N(std::size_t(B) * H * T * d), q(N), k(N),
+      : B(B_), H(H_), T(T_), chunk(chunk_), group_tokens(group_tokens_), p(params(period)), N(std::size_t(B) * H * T * d),
+        fwd_floats(vla::gpu::chunked_vla_forward_workspace_floats(B, H, T, chunk, 0, p)), q(N), k(N),
         v(N), u(N), o(N), dout(N), dq(N), dk(N), dv(N), du(N),
         starts(vla::gpu::chunked_vla_chunk_starts_floats(B, H, T, chunk, p)),
         ws(vla::gpu::chunked_vla_backward_workspace_floats(chunk, p, B, H, T, group_tokens)),
-        fwd_ws(vla::gpu::chunked_vla_forward_workspace_floats(B, H, T, chunk, 0, p)) {
+        fwd_ws(fwd_floats) {
     x.q = q.p; x.k = k.p; x.v = v.p; x.u = u.p; x.o = o.p;
     x.B = B; x.H = H; x.T = T; x.d = d;
     g.dout = dout.p; g.dq = dq.p; g.dk = dk.p; g.dv = dv.p; g.du = du.p;
@@ -69,8 +70,7 @@ struct Problem {
     return p;
   }
   cudaError_t forward() const {
-    return vla::gpu::chunked_vla_forward(x, p, chunk, 0, nullptr, starts.p, vla::ProductOperands::Full, fwd_ws.p,
-                                         vla::gpu::chunked_vla_forward_workspace_floats(B, H, T, chunk, 0, p));
+    return vla::gpu::chunked_vla_forward(x, p, chunk, 0, nullptr, starts.p, vla::ProductOperands::Full, fwd_ws.p, fwd_floats);
   }
   cudaError_t backward() const { return vla::gpu::chunked_vla_backward(x, g, p, chunk, group_tokens, starts.p, ws.p); }
 };
