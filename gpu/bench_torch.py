@@ -9,7 +9,7 @@ there, sdpa_bf16_fwdbwd_ms and sdpa_fp32_fwdbwd_ms; nan where not run), written 
 renamed over it, so that `vla report` reads numbers, not this printout.
 With --fla PATH (a source tree of flash-linear-attention: the folder holding fla/, importable with the
 device's torch, triton and einops), fla's kernels on the same shapes in the same call, the reference points
-of docs/chunkwise-vla.md: its chunked delta rule in bf16 (forward: fla_chunk_delta_bf16_ms; forward and
+of docs/chunkwise-vla-gpu.md: its chunked delta rule in bf16 (forward: fla_chunk_delta_bf16_ms; forward and
 backward: fla_chunk_delta_bf16_fwdbwd_ms), its chunked identity-plus-low-rank rule in fp32 (the S-recurrence
 of VLA once alpha_hat is known: fla_chunk_iplr_fp32_ms) and its fused recurrent delta rule in fp32
 (fla_recurrent_delta_fp32_ms). fla's layout is (B, T, H, D); keys L2-normalised, beta = sigmoid(normal).

@@ -22,7 +22,7 @@
 // 32 banks), padded to the compiled chunk rows with zero rows. Each step is a block-wide loop over its
 // result's entries (mm: 4 rows of one column per thread, fp32 FMA) or, for the triangular solves and the
 // L D L^T, one column or row per lane held in registers; the steps are separated by barriers. The walks are
-// latency-bound (docs/chunkwise-vla.md, "GPU backward in the chunk form": its floor, and why the products are
+// latency-bound (docs/chunkwise-vla-gpu.md, "GPU backward in the chunk form": its floor, and why the products are
 // not on the tensor cores).
 #include "gpu/chunked_vla_backward.hpp"
 

@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(kWarps * 32) group_maps_kernel(RecurrentTensor
 // row chosen at step k over its pivot (A symmetric). The pivots and multipliers come from the Z^T part alone,
 // so one warp eliminates Z^T and records them (eliminate_pivots), and the X^T columns replay the record
 // (apply_pivots), split over as many warps as the caller has: no barrier within either part, where a block
-// spread over the rows paid one per step (docs/chunkwise-vla.md, "GPU forward").
+// spread over the rows paid one per step (docs/chunkwise-vla-gpu.md, "GPU forward").
 struct PivotRecord {
   float f[D][D];     // f[k][r]: row r's multiplier at step k (0 for the pivot row)
   int pivot[D];      // the row chosen at step k
@@ -1099,7 +1099,7 @@ cudaError_t launch_groups(Kernel kernel, const RecurrentTensors& x, const Plan& 
 // to the part's first sequence: a part is a smaller launch of the same kernels, each sequence's numbers the
 // same bits. The phases are launched part after part, so that while one part's chains (one block per
 // sequence, a few SMs) run, the next part's group kernels fill the rest of the device
-// (docs/chunkwise-vla.md, "GPU forward").
+// (docs/chunkwise-vla-gpu.md, "GPU forward").
 struct Part {
   RecurrentTensors x;
   Plan pl;

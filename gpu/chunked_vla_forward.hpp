@@ -30,7 +30,7 @@ inline constexpr int kChunkedVlaDefaultChunk = 32;
 // tokens, and each group adds a step to the two chains, worth ~kChunkedVlaChainStepTokens tokens of a
 // walk. The launch takes the group (at most kChunkedVlaMaxGroup) that minimises waves x group tokens +
 // kChunkedVlaChainStepTokens x groups: on an H100 at B = 8, H = 4, d = 32, refresh 20, it picks 7, 26 and
-// 52 segments at T = 4096, 16384 and 65536, the fastest measured (docs/chunkwise-vla.md).
+// 52 segments at T = 4096, 16384 and 65536, the fastest measured (docs/chunkwise-vla-gpu.md).
 inline constexpr double kChunkedVlaChainStepTokens = 3.0;
 inline constexpr int kChunkedVlaMaxGroup = 64;
 // The penalty chain carries A across groups as a homogeneous pair multiplied by each group's map and
@@ -107,8 +107,8 @@ std::size_t chunked_vla_forward_workspace_floats(int B, int H, int T, int chunk,
 // cudaErrorInvalidValue, nothing launched), which the launch uses and leaves allocated. Without one it takes
 // a stream-ordered allocation (cudaMallocAsync) and frees it on the stream; the device's default pool returns
 // that memory at every synchronisation (its release threshold is 0 unless the caller raises it), so a call
-// after one maps it again, 12-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla.md).
-// Repeated launches (benchmarks, training) pass one.
+// after one maps it again, 12-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla-gpu.md,
+// "The workspace"). Repeated launches (benchmarks, training) pass one.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr, float* chunk_starts = nullptr,
                                 ProductOperands products = ProductOperands::Full, float* workspace = nullptr,

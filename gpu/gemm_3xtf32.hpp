@@ -10,7 +10,7 @@
 //
 // Accuracy. Each operand is split once into a TF32 head and its remainder and a b is summed as
 // a_lo b_hi + a_hi b_lo + a_hi b_hi, each k block of 8 summed from zero on the tensor core and added to the
-// running sum in fp32 (the chunked VLA kernels' scheme, docs/chunkwise-vla.md): every operand is taken to
+// running sum in fp32 (the chunked VLA kernels' scheme, docs/chunkwise-vla-gpu.md): every operand is taken to
 // 2^-21 of itself and the sums round as fp32 sums do. Measured against float64 at the training step's shapes
 // (gpu/dev/gemm_3xtf32_probe.cu, docs/gpu.md): 1.5e-7 .. 4.9e-7 of max |C|, where SGEMM reads 2.3e-7 .. 1.0e-6.
 // Range: the split multiplies by 8193, so an operand entry that is infinite or beyond FLT_MAX / 8193 (~4.2e34)

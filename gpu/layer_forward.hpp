@@ -22,7 +22,7 @@ enum class RecurrentForm { Auto, Fused, Chunked };
 inline constexpr std::string_view kRecurrentFormNames = "auto, fused, chunked";
 // One sequence of one head (d = 32) ran faster chunked from T = 512 on: fused / chunked 0.67, 0.95, 1.17,
 // 1.30, 1.37, 1.46 at T = 128, 256, 512, 1024, 2048, 4096 on an H100 (`vla bench attention --batch 1
-// --heads 1 --d-head 32`, docs/chunkwise-vla.md).
+// --heads 1 --d-head 32`, docs/chunkwise-vla-gpu.md).
 inline constexpr int kChunkedLayerMinT = 512;
 // The form named `name` (one of kRecurrentFormNames); throws std::invalid_argument naming --recurrent-form.
 RecurrentForm recurrent_form(const std::string& name);
@@ -42,7 +42,7 @@ bool chunked_serves(const GpuKernel& k, int d);
 // If trace is non-null it receives one StepStats per step (S_fro, A_fro, delta where the rule has them).
 // `form` picks the recurrence's kernel (resolve_form); if ran is non-null it receives the one that ran.
 // `products` (`--products`): how the chunked form's tensor-core products read their operands
-// (core/product_operands.hpp; tf32: one pass, ~5e-4 relative error, docs/chunkwise-vla.md); anything but
+// (core/product_operands.hpp; tf32: one pass, ~5e-4 relative error, docs/chunkwise-vla-gpu.md); anything but
 // Full where the recurrence resolves to the fused kernel is refused.
 // Throws std::runtime_error (with the CUDA error string) on any CUDA failure, std::invalid_argument
 // for a mixer, shape, form or products mode the GPU path does not support (before any CUDA call).

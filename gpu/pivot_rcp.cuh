@@ -4,7 +4,7 @@
 //
 // Each pivot's reciprocal sits on a chain of dependent steps (the L D L^T's C pivots within a chunk, the
 // penalty solve's 32), where the IEEE-rounded 1 / x (MUFU.RCP, a Newton refinement and a branch for special
-// cases) adds to every step (docs/chunkwise-vla.md, "GPU forward"). The hardware approximation alone is within
+// cases) adds to every step (docs/chunkwise-vla-gpu.md, "GPU forward"). The hardware approximation alone is within
 // 1 ulp of 1 / x (PTX ISA, rcp.approx.f32); subnormal inputs and results flush to zero (a pivot that small
 // has already lost the factorisation). NaN and infinities pass through as IEEE division passes them, so an
 // overflow still shows in the outputs.

@@ -215,7 +215,7 @@ std::string chunked_vla_section(const fs::path& out_dir) {
       if (!digits.empty()) reps = digits;
     }
   }
-  std::string m = "## Chunked VLA forward (docs/chunkwise-vla.md)\n\n";
+  std::string m = "## Chunked VLA forward (docs/chunkwise-vla-gpu.md)\n\n";
   m += fmt::format("`vla bench attention --T 4096,16384,65536 --batch 8 --heads 4 --d-head 32 --reps {}` and `gpu/bench_torch.py` in one "
                    "call (gpu/device-env.sh bench_attention) on {}, git {}: B = 8, H = 4, d_h = 32, fp32 VLA, forward, ms (median). The "
                    "targets (a benchmark, not a test): at most 2.3 ms at T = 16384, and within 1.5x of fla's chunked delta rule at "
@@ -283,7 +283,7 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   targets += target_line("forward at T = 16384", at(chunked, 16384), 2.3, " ms");
   targets += target_line("forward at T = 65536 against fla", at(chunked, 65536) / at(fla_fwd, 65536), 1.5, "x");
   if (tf32)
-    targets += target_line("the same with one-pass TF32 products (a precision of its own: 4-5e-4 from Algorithm 1 on random inputs, up to 2.2e-3 on trained ones; docs/chunkwise-vla.md)",
+    targets += target_line("the same with one-pass TF32 products (a precision of its own: 4-5e-4 from Algorithm 1 on random inputs, up to 2.2e-3 on trained ones; docs/chunkwise-vla-gpu.md)",
                            at(chunked_tf32, 65536) / at(fla_fwd, 65536), 1.5, "x");
   // fla's fp32 IPLR chunk kernel, where this call ran it: VLA's memory alone once alpha_hat is known, so
   // the chunked VLA (all of Algorithm 1, fp32) is measured against a kernel that does less.

@@ -203,7 +203,7 @@ void run(const BenchArgs& a) {
              "lin fwd+bwd", "dn fwd+bwd", "softmax ms", "sm fwd+bwd ms", "chunk-form f+b", "chunked tf32");
   // vla_chunked_fwdbwd_ms: the chunked forward with the group-parallel token-walk backward;
   // vla_chunkform_fwdbwd_ms: with the chunk-form backward; vla_chunked_tf32_ms: the chunked forward with
-  // one-pass TF32 products (a precision of its own, never chosen for the user: docs/chunkwise-vla.md).
+  // one-pass TF32 products (a precision of its own, never chosen for the user: docs/chunkwise-vla-gpu.md).
   vla::io::CsvTable table({"B", "H", "d", "T", "vla_ms", "vla_chunked_ms", "linear_ms", "deltanet_ms", "vla_fwdbwd_ms",
                            "vla_chunked_fwdbwd_ms", "linear_fwdbwd_ms", "deltanet_fwdbwd_ms", "softmax_ms", "softmax_fwdbwd_ms",
                            "vla_chunkform_fwdbwd_ms", "vla_chunked_tf32_ms"});

@@ -171,7 +171,7 @@ const vla::cli::RegisterCommand reg{
           ->capture_default_str();
       app.add_option("--products", a->products,
                      "cuda, chunked recurrence: full | tf32 (one-pass TF32 tensor-core products, ~5e-4 relative error: "
-                     "core/product_operands.hpp, docs/chunkwise-vla.md)")
+                     "core/product_operands.hpp, docs/chunkwise-vla-gpu.md)")
           ->capture_default_str();
       app.final_callback([a] { run(*a); });
     }};

@@ -39,7 +39,7 @@ struct GpuBatchResult {
 // (chunked_vla_forward + chunked_vla_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
 // Auto takes the chunked pair for at most max_seqs sequences (B H) of at least min_T tokens, for any tier
 // below, where one run measured faster with it: fwd+bwd on an H100 (`bash gpu/dev/train-tiers.sh`, 999de16;
-// docs/chunkwise-vla.md, "GPU backward in the chunk form"), fused / chunked ms: B H = 32: 0.187 / 0.207 at
+// docs/chunkwise-vla-gpu.md, "GPU backward in the chunk form"), fused / chunked ms: B H = 32: 0.187 / 0.207 at
 // T = 32, 0.282 / 0.217 at 49; B H = 64, 128 at T = 49: 0.283 / 0.245, 0.282 / 0.269; B H = 192: 0.291 / 0.408
 // at T = 49, 0.563 / 0.564 at 97, 1.082 / 0.828 at 190; at T = 25 fused everywhere (1.45-2.3x). B H = 256
 // (the paper's batch) stays fused, though one run of it is faster chunked at T = 256 (1.441 / 1.277): a study
