@@ -160,7 +160,7 @@ constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, 
 // fla's kernels are launched from Python and are launch-bound at T <= 16384: the same build on the same kind of
 // card ran far apart between calls (gpu-bench/fla-calls.csv, one row per call and T). A ratio against a slow
 // call would flatter the toolkit, so where that record is there the ratios are taken against the fastest fla
-// of the record and this call; `calls` counts the distinct calls that minimum ran over.
+// of the record (which must exist) and this call; `calls` counts the distinct calls that minimum ran over.
 struct FlaFastest {
   std::vector<double> fwd, fwdbwd;
   int calls = 0;
@@ -168,7 +168,6 @@ struct FlaFastest {
 FlaFastest fla_fastest(const fs::path& record, const std::vector<double>& T, std::vector<double> fwd, std::vector<double> fwdbwd,
                        const std::string& this_snapshot) {
   FlaFastest f{std::move(fwd), std::move(fwdbwd), 1};
-  if (!fs::exists(record)) return f;
   const CsvData r = read_csv(record);
   const auto rT = r.column("T"), rf = r.column("fla_chunk_delta_bf16_ms"), rfb = r.column("fla_chunk_delta_bf16_fwdbwd_ms");
   const auto snap = std::ranges::find(r.header, "snapshot") - r.header.begin();
@@ -247,7 +246,8 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   const fs::path record = out_dir / "gpu-bench" / "fla-calls.csv";
   const bool recorded = fla_here && fs::exists(record);
   const auto this_fwd = column_or_nan("fla_chunk_delta_bf16_ms"), this_fb = column_or_nan("fla_chunk_delta_bf16_fwdbwd_ms");
-  const FlaFastest fastest = fla_fastest(record, T, this_fwd, this_fb, snapshot.empty() ? "this call" : snapshot);
+  const FlaFastest fastest =
+      recorded ? fla_fastest(record, T, this_fwd, this_fb, snapshot.empty() ? "this call" : snapshot) : FlaFastest{};
   const auto fla_fwd = recorded ? fastest.fwd : fla_here ? this_fwd : anchors(&FlaAnchor::fwd);
   const auto fla_fb = recorded ? fastest.fwdbwd : fla_here && has("fla_chunk_delta_bf16_fwdbwd_ms") ? this_fb : anchors(&FlaAnchor::fwdbwd);
   const std::string fla_label = recorded ? fmt::format("fastest of {} calls", fastest.calls) : fla_here ? "this call" : "anchor";
