@@ -38,19 +38,19 @@ struct GpuBatchResult {
 // (recurrent_forward + recurrent_backward, with the state norms of the log) or the chunked pair
 // (chunked_vla_forward + chunked_vla_backward; the `vla` preset at d_head 32, eps <= 1: chunked_serves).
 // Auto takes the chunked pair for at most max_seqs sequences (B H) of at least min_T tokens, for any tier
-// below, where one run measured faster with it: fwd+bwd on an H100 (`bash gpu/dev/train-tiers.sh`, 999de16;
-// docs/chunkwise-vla-gpu.md, "GPU backward in the chunk form"), fused / chunked ms: B H = 32: 0.187 / 0.207 at
-// T = 32, 0.282 / 0.217 at 49; B H = 64, 128 at T = 49: 0.283 / 0.245, 0.282 / 0.269; B H = 192: 0.291 / 0.408
-// at T = 49, 0.563 / 0.564 at 97, 1.082 / 0.828 at 190; at T = 25 fused everywhere (1.45-2.3x). B H = 256
-// (the paper's batch) stays fused, though one run of it is faster chunked at T = 256 (1.441 / 1.277): a study
-// sweeps 16 such runs at once, and there the fused pair gives more steps per second (MQAR n = 8 / 32: 0.629 /
-// 1.440 against 0.896 / 1.835 ms per run-step, 300-step walls, before the fused backward's broadcast reads
-// made it faster still; docs/gpu.md, "Training throughput"). The choice is the run's alone (its shape), never
-// the load of the GPU, so a run computes the same bits alone or in a sweep.
+// below, where one run measured faster with it (1.27x or more at each tier's edge): fwd+bwd with training's
+// kept workspace, on an H200 (`bash gpu/dev/train-tiers.sh`, 2026-11-28; docs/chunkwise-vla-gpu.md, "GPU backward in
+// the chunk form"), fused / chunked ms: B H = 32: 0.179 / 0.141 at T = 32; B H = 128: 0.275 / 0.203 at T = 49;
+// B H = 192: 0.285 / 0.293 at T = 49, 0.561 / 0.408 at 97. At T = 25 the two are within 3% up to B H = 128
+// (0.142 / 0.138 at 32 and 64 sequences), where the fused pair stays: it also gives the log's state norms.
+// B H = 256 (the paper's batch) stays fused, though one run of it is faster chunked from T = 73 (1.05-1.28x):
+// a study sweeps 16 such runs at once, and there the fused pair gives more run-steps per second (1.29-1.40x at
+// T = 256 and 512 with the workspace kept; docs/chunkwise-vla-gpu.md). The choice is the run's alone (its
+// shape), never the load of the GPU, so a run computes the same bits alone or in a sweep.
 struct ChunkedTrainTier {
   int max_seqs, min_T;
 };
-inline constexpr ChunkedTrainTier kChunkedTrainTiers[] = {{128, 49}, {192, 190}};
+inline constexpr ChunkedTrainTier kChunkedTrainTiers[] = {{32, 32}, {128, 49}, {192, 97}};
 inline constexpr bool chunked_train_faster(int seqs, int T) {
   for (const ChunkedTrainTier& t : kChunkedTrainTiers)
     if (seqs <= t.max_seqs && T >= t.min_T) return true;
