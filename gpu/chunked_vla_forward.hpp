@@ -108,7 +108,8 @@ std::size_t chunked_vla_forward_workspace_floats(int B, int H, int T, int chunk,
 // a stream-ordered allocation (cudaMallocAsync) and frees it on the stream; the device's default pool returns
 // that memory at every synchronisation (its release threshold is 0 unless the caller raises it), so a call
 // after one maps it again, 12-26% of the launch's time at B H = 32 on an H100 (docs/chunkwise-vla-gpu.md,
-// "The workspace"). Repeated launches (benchmarks, training) pass one.
+// "The workspace"). Repeated launches (benchmarks, training) pass one, or raise that threshold
+// (cudaMemPoolAttrReleaseThreshold), which the library leaves as the caller set it.
 cudaError_t chunked_vla_forward(const RecurrentTensors& x, const RecurrentParams& p, int chunk = 0, int group = 0,
                                 cudaStream_t stream = nullptr, float* chunk_starts = nullptr,
                                 ProductOperands products = ProductOperands::Full, float* workspace = nullptr,

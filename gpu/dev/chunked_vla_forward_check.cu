@@ -11,7 +11,8 @@
 // tf32: the one-pass TF32 products' error against the double reference, then their times beside full's;
 // digest: a hash of the outputs' bits at the benchmark's shapes, equal across builds that compute the same numbers;
 // with CVLA_PRODUCTS=tf32 in the environment every other mode runs the one-pass products too; with
-// CVLA_WORKSPACE=launch the chunked forward allocates its own workspace at every launch)
+// CVLA_WORKSPACE=launch the chunked forward allocates its own workspace at every launch; with
+// CVLA_WORKSPACE=pool too, from a default pool whose release threshold is raised so that it keeps that memory)
 //
 // Exit status 1 when a kernel misses the fp32 bound of the GPU tests (T d 2^-24, normwise) or writes a
 // non-finite output. The project's own GPU test (tests/gpu/test_chunked_vla_forward.cpp) holds the kernel
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -57,7 +59,8 @@ vla::ProductOperands g_products = vla::ProductOperands::Full;
 
 // Where the chunked forward's workspace comes from: the caller's, kept across launches (as training and the
 // benchmark keep theirs), unless CVLA_WORKSPACE=launch asks for the launch's own stream-ordered allocation,
-// which the default pool gives back at every synchronisation and maps again at the next launch.
+// which the default pool gives back at every synchronisation and maps again at the next launch, or
+// CVLA_WORKSPACE=pool, the same allocation from a default pool whose release threshold is raised to keep it.
 bool g_launch_workspace = false;
 
 // 0: fused recurrent kernel; C > 0: the chunked forward at chunk C, `group` segments per group (0: default).
@@ -152,11 +155,18 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   if (const char* e = std::getenv("CVLA_WORKSPACE")) {
-    if (std::string(e) != "launch" && std::string(e) != "caller") {
-      std::fprintf(stderr, "CVLA_WORKSPACE: unknown value '%s' (allowed: caller, launch)\n", e);
+    const std::string w = e;
+    if (w != "launch" && w != "caller" && w != "pool") {
+      std::fprintf(stderr, "CVLA_WORKSPACE: unknown value '%s' (allowed: caller, launch, pool)\n", e);
       return 2;
     }
-    g_launch_workspace = std::string(e) == "launch";
+    g_launch_workspace = w != "caller";
+    if (w == "pool") {  // the caller's alternative to a workspace of its own (gpu/chunked_vla_forward.hpp)
+      cudaMemPool_t pool;
+      CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, 0));
+      std::uint64_t keep = UINT64_MAX;
+      CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
   }
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
