@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace vla::studies {
 
@@ -158,22 +159,30 @@ struct FlaAnchor { long T; double fwd, fwdbwd; };
 constexpr FlaAnchor kFlaAnchors[] = {{4096, 0.865, 6.97}, {16384, 0.812, 3.21}, {65536, 2.85, 7.35}};
 
 // fla's kernels are launched from Python and are launch-bound at T <= 16384: the same build on the same kind of
-// card ran far apart between calls (gpu-bench/fla-calls.csv, one row per call and T). A ratio against a slow
-// call would flatter the toolkit, so where that record is there the ratios are taken against the fastest fla
-// of the record (which must exist) and this call; `calls` counts the distinct calls that minimum ran over.
+// card ran far apart between calls (gpu-bench/fla-calls.csv, one row per call and T, with the card's name). A
+// ratio against a slow call would flatter the toolkit, so where that record is there the ratios are taken
+// against the fastest fla of this call and the record's calls on the same card (`device`, the name in the
+// benchmark log's "device 0: " line: a faster card's fla would be no fairer than a slow call's); `calls`
+// counts the distinct calls that minimum ran over. A record without a device column is refused.
 struct FlaFastest {
   std::vector<double> fwd, fwdbwd;
   int calls = 0;
 };
 FlaFastest fla_fastest(const fs::path& record, const std::vector<double>& T, std::vector<double> fwd, std::vector<double> fwdbwd,
-                       const std::string& this_snapshot) {
+                       const std::string& this_snapshot, const std::string& device) {
   FlaFastest f{std::move(fwd), std::move(fwdbwd), 1};
   const CsvData r = read_csv(record);
   const auto rT = r.column("T"), rf = r.column("fla_chunk_delta_bf16_ms"), rfb = r.column("fla_chunk_delta_bf16_fwdbwd_ms");
-  const auto snap = std::ranges::find(r.header, "snapshot") - r.header.begin();
+  const auto index = [&](const char* name) {
+    const auto at = std::ranges::find(r.header, name);
+    if (at == r.header.end()) throw std::runtime_error(fmt::format("{}: no '{}' column (columns: snapshot, date, device, T, ...)", record.string(), name));
+    return static_cast<std::size_t>(at - r.header.begin());
+  };
+  const std::size_t snap = index("snapshot"), dev = index("device");
   std::set<std::string> calls{this_snapshot};
   for (std::size_t j = 0; j < rT.size(); ++j) {
-    if (static_cast<std::size_t>(snap) < r.rows[j].size()) calls.insert(r.rows[j][static_cast<std::size_t>(snap)]);
+    if (dev >= r.rows[j].size() || r.rows[j][dev] != device) continue;
+    if (snap < r.rows[j].size()) calls.insert(r.rows[j][snap]);
     for (std::size_t i = 0; i < T.size(); ++i) {
       if (rT[j] != T[i]) continue;
       // fmin keeps the finite one where this call has no fla time (NaN).
@@ -244,13 +253,16 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     return r;
   };
   const fs::path record = out_dir / "gpu-bench" / "fla-calls.csv";
+  const std::string card = device.substr(0, device.find(" ("));  // "NVIDIA H100 80GB HBM3 (sm_90), 132 SMs, ..."
   const bool recorded = fla_here && fs::exists(record);
   const auto this_fwd = column_or_nan("fla_chunk_delta_bf16_ms"), this_fb = column_or_nan("fla_chunk_delta_bf16_fwdbwd_ms");
   const FlaFastest fastest =
-      recorded ? fla_fastest(record, T, this_fwd, this_fb, snapshot.empty() ? "this call" : snapshot) : FlaFastest{};
+      recorded ? fla_fastest(record, T, this_fwd, this_fb, snapshot.empty() ? "this call" : snapshot, card) : FlaFastest{};
   const auto fla_fwd = recorded ? fastest.fwd : fla_here ? this_fwd : anchors(&FlaAnchor::fwd);
   const auto fla_fb = recorded ? fastest.fwdbwd : fla_here && has("fla_chunk_delta_bf16_fwdbwd_ms") ? this_fb : anchors(&FlaAnchor::fwdbwd);
-  const std::string fla_label = recorded ? fmt::format("fastest of {} calls", fastest.calls) : fla_here ? "this call" : "anchor";
+  const std::string fla_label = recorded && fastest.calls > 1 ? fmt::format("fastest of {} calls on this card", fastest.calls)
+                                : fla_here                     ? "this call"
+                                                               : "anchor";
   m += "| T | fused VLA | chunked VLA | fused / chunked | SDPA bf16 (flash) | chunked / SDPA bf16 | fla chunk delta bf16 (" + fla_label +
        ") | chunked / fla |";
   m += tf32 ? " chunked, one-pass TF32 products | TF32 / fla |\n|---|---|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|---|\n";
@@ -264,16 +276,21 @@ std::string chunked_vla_section(const fs::path& out_dir) {
     if (tf32) m += fmt::format(" {} | {} |", cell(x, chunked_tf32[i], "{:.3f}"), cell(f && x, chunked_tf32[i] / fla_fwd[i], "{:.2f}"));
     m += "\n";
   }
-  if (recorded) {
-    m += fmt::format("\nfla's columns are the fastest of this call and the {} others of gpu-bench/fla-calls.csv (fla is launched from Python "
-                     "and launch-bound at T <= 16384, so its times move between calls). This call's own, forward / fwd+bwd ms:",
-                     fastest.calls - 1);
+  if (recorded && fastest.calls == 1) {
+    m += fmt::format("\nfla's record of calls (gpu-bench/fla-calls.csv) has no other call on this card ({}): fla's columns are this "
+                     "call's alone (fla is launched from Python and launch-bound at T <= 16384, so its times move between calls).\n",
+                     card.empty() ? "not recorded" : card);
+  } else if (recorded) {
+    m += fmt::format("\nfla's columns are the fastest of this call and the {} others on the same card ({}) of gpu-bench/fla-calls.csv (fla "
+                     "is launched from Python and launch-bound at T <= 16384, so its times move between calls). This call's own, forward / "
+                     "fwd+bwd ms:",
+                     fastest.calls - 1, card);
     for (std::size_t i = 0; i < T.size(); ++i)
       m += fmt::format("{} T = {:.0f}: {} / {}", i ? ";" : "", T[i], cell(std::isfinite(this_fwd[i]), this_fwd[i], "{:.3g}"),
                        cell(std::isfinite(this_fb[i]), this_fb[i], "{:.3g}"));
     m += ".\n";
   }
-  // The targets, from the rows at T = 16384 and 65536 (NaN where the benchmark did not run that T).
+  // The targets, from the rows at T = 16384 and 65536 (not measured where the benchmark did not run that T).
   const auto at = [&](const std::vector<double>& col, double t0) {
     for (std::size_t i = 0; i < T.size(); ++i)
       if (T[i] == t0) return col[i];
@@ -311,16 +328,17 @@ std::string chunked_vla_section(const fs::path& out_dir) {
   m += "---|---|---|---|---|\n";
   const auto fused_fb = t.column("vla_fwdbwd_ms"), chunked_fb = t.column("vla_chunked_fwdbwd_ms");
   const auto matrix_fb = column_or_nan("vla_chunkform_fwdbwd_ms");
+  std::vector<double> best_fb(T.size());  // the faster chunked pair per row
   for (std::size_t i = 0; i < T.size(); ++i) {
     const bool s = std::isfinite(sdpa_bf16_fb[i]), f = std::isfinite(fla_fb[i]);
-    const double best = std::isfinite(matrix_fb[i]) ? std::min(chunked_fb[i], matrix_fb[i]) : chunked_fb[i];
+    const double best = best_fb[i] = std::isfinite(matrix_fb[i]) ? std::min(chunked_fb[i], matrix_fb[i]) : chunked_fb[i];
     m += fmt::format("| {:.0f} | {:.2f} | {:.2f} |", T[i], fused_fb[i], chunked_fb[i]);
     if (matrix) m += fmt::format(" {} |", cell(std::isfinite(matrix_fb[i]), matrix_fb[i], "{:.2f}"));
     m += fmt::format(" {:.2f} | {} | {} | {} | {} |\n", fused_fb[i] / best, cell(s, sdpa_bf16_fb[i], "{:.3g}"),
                      cell(s, best / sdpa_bf16_fb[i], "{:.2f}"), cell(f, fla_fb[i], "{:.3g}"), cell(f, best / fla_fb[i], "{:.2f}"));
-    if (T[i] == 16384 || T[i] == 65536)
-      targets += target_line(fmt::format("forward + backward at T = {:.0f} against fla", T[i]), best / fla_fb[i], 2.0, "x");
   }
+  for (double t0 : {16384.0, 65536.0})
+    targets += target_line(fmt::format("forward + backward at T = {:.0f} against fla", t0), at(best_fb, t0) / at(fla_fb, t0), 2.0, "x");
   return m + targets + "\n";
 }
 
