@@ -43,6 +43,8 @@ struct GpuBatchResult {
 // the chunk form"), fused / chunked ms: B H = 32: 0.179 / 0.141 at T = 32; B H = 128: 0.275 / 0.203 at T = 49;
 // B H = 192: 0.285 / 0.293 at T = 49, 0.561 / 0.408 at 97. At T = 25 the two are within 3% up to B H = 128
 // (0.142 / 0.138 at 32 and 64 sequences), where the fused pair stays: it also gives the log's state norms.
+// Whole training steps agree (`TT_TRAIN=... bash gpu/dev/train-tiers.sh`: the chunked pair 11-26% faster per
+// step at each tier's edge, 5-9% at 32 sequences of 25 tokens, a tie at 192 of 49).
 // B H = 256 (the paper's batch) stays fused, though one run of it is faster chunked from T = 73 (1.05-1.28x):
 // a study sweeps 16 such runs at once, and there the fused pair gives more run-steps per second (1.29-1.40x at
 // T = 256 and 512 with the workspace kept; docs/chunkwise-vla-gpu.md). The choice is the run's alone (its
