@@ -16,15 +16,15 @@ namespace vla::studies {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string slurp(const fs::path& p) {
+std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   if (!in) throw std::runtime_error(fmt::format("cannot read '{}'", p.string()));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out(1);
@@ -91,7 +91,7 @@ std::vector<double> CsvData::column(const std::string& name) const {
 }
 
 CsvData read_csv(const fs::path& path) {
-  std::istringstream in(slurp(path));
+  std::istringstream in(read_text(path));
   CsvData d;
   std::string line;
   if (std::getline(in, line)) d.header = split_csv_line(line);
@@ -102,7 +102,7 @@ CsvData read_csv(const fs::path& path) {
 
 nlohmann::json read_json(const fs::path& path) {
   try {
-    return nlohmann::json::parse(slurp(path));
+    return nlohmann::json::parse(read_text(path));
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("'{}' is not valid JSON: {}", path.string(), e.what()));
   }

@@ -25,6 +25,7 @@ struct CsvData {
   std::vector<double> column(const std::string& name) const;  // "nan" and empty cells read as NaN
 };
 CsvData read_csv(const std::filesystem::path& path);
+std::string read_text(const std::filesystem::path& path);  // the whole file; throws naming it where unreadable
 nlohmann::json read_json(const std::filesystem::path& path);
 
 // Numbers as the report prints them: accuracies with 3 decimals, NaN as "—".

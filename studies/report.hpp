@@ -15,11 +15,4 @@ namespace vla::studies {
 // The report for the ledger results `claims` (run at `cfg`) and the study folders under cfg.out_dir.
 std::string report_markdown(const analysis::ClaimsConfig& cfg, const std::vector<analysis::ClaimResult>& claims);
 
-// The report's section on the chunked VLA benchmark (docs/chunkwise-vla-gpu.md) from
-// out_dir/gpu-bench/chunked-vla-8-4-32.{csv,log}: forward and forward + backward against the fused kernel,
-// flash softmax and fla's chunked delta rule (this call's times where the CSV has fla's columns, the fastest of
-// them and out_dir/gpu-bench/fla-calls.csv's earlier calls where that record is there, else the anchors),
-// with the ratios; empty where the CSV is missing.
-std::string chunked_vla_section(const std::filesystem::path& out_dir);
-
 }  // namespace vla::studies

@@ -1,8 +1,8 @@
-// The report's chunked VLA benchmark section (studies/report.hpp, chunked_vla_section): fla's columns come
+// The report's chunked VLA benchmark section (studies/report_benchmarks.hpp, chunked_vla_section): fla's columns come
 // from the same call when gpu/bench_torch.py ran fla (--fla), and from the anchor table otherwise. If this
 // fails, the report would compare the chunked form with numbers from another call (or none) while saying
 // they are this call's, or the ratios would be taken against the wrong column.
-#include "studies/report.hpp"
+#include "studies/report_benchmarks.hpp"
 
 #include <catch2/catch.hpp>
 
