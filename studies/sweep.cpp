@@ -60,7 +60,7 @@ double estimated_seconds(const train::TrainConfig& c, const std::string& device,
   const double gpu_width = std::max(1.0, c.model.d_head / 32.0);  // the fused kernels and the GEMMs: ~linear in d_h
   // GPU: ms per run-step of 16 runs at once mixing the four mixers, whole walls (set-up included), least
   // squares over T = 25, 49, 73, 97 and 256 on one H100 (studies/plan-rates.sh: 0.283, 0.438, 0.633, 0.828,
-  // 2.095; the line reads within 3% of the last four and 8% under the first).
+  // 2.095; the line reads within 3% of the last four and 8% under the first). An H200 measured 0-5% under it.
   const double step_ms = device == "cuda" ? (0.0636 + 0.00792 * T) * batch * gpu_width
                                           : 73e-3 * T * c.batch * cpu_width * 2.0 / std::max(1, cpu_threads);
   return 1.05 * c.steps * step_ms / 1e3;
