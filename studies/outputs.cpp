@@ -77,22 +77,29 @@ std::string difference_cell(const Comparison& c) {
 
 }  // namespace
 
+std::size_t CsvData::index(const std::string& name) const {
+  for (std::size_t i = header.size(); i-- > 0;)  // the last of duplicate names, as before
+    if (header[i] == name) return i;
+  throw std::invalid_argument(fmt::format("CSV '{}' has no '{}' column", path.string(), name));
+}
+
+std::vector<std::string> CsvData::cells(const std::string& name) const {
+  const std::size_t k = index(name);
+  std::vector<std::string> v;
+  for (const auto& r : rows) v.push_back(k < r.size() ? r[k] : std::string());
+  return v;
+}
+
 std::vector<double> CsvData::column(const std::string& name) const {
-  std::size_t k = header.size();
-  for (std::size_t i = 0; i < header.size(); ++i)
-    if (header[i] == name) k = i;
-  if (k == header.size()) throw std::invalid_argument(fmt::format("CSV has no column '{}'", name));
   std::vector<double> v;
-  for (const auto& r : rows) {
-    const std::string& x = k < r.size() ? r[k] : std::string();
-    v.push_back(x.empty() || x == "nan" ? kNaN : std::stod(x));
-  }
+  for (const std::string& x : cells(name)) v.push_back(x.empty() || x == "nan" ? kNaN : std::stod(x));
   return v;
 }
 
 CsvData read_csv(const fs::path& path) {
   std::istringstream in(read_text(path));
   CsvData d;
+  d.path = path;
   std::string line;
   if (std::getline(in, line)) d.header = split_csv_line(line);
   while (std::getline(in, line))

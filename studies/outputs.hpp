@@ -20,9 +20,12 @@ namespace vla::studies {
 
 // A CSV file with a header row, as text cells.
 struct CsvData {
+  std::filesystem::path path;  // where it was read from (named in errors)
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
-  std::vector<double> column(const std::string& name) const;  // "nan" and empty cells read as NaN
+  std::size_t index(const std::string& name) const;                 // throws naming the file and the column where absent
+  std::vector<double> column(const std::string& name) const;        // "nan" and empty cells read as NaN
+  std::vector<std::string> cells(const std::string& name) const;    // as text; a short row's missing cell reads ""
 };
 CsvData read_csv(const std::filesystem::path& path);
 std::string read_text(const std::filesystem::path& path);  // the whole file; throws naming it where unreadable

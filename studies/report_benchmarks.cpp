@@ -9,7 +9,6 @@
 #include <cmath>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 namespace vla::studies {
 
@@ -41,16 +40,11 @@ FlaFastest fla_fastest(const fs::path& record, const std::vector<double>& T, std
   FlaFastest f{std::move(fwd), std::move(fwdbwd), 1};
   const CsvData r = read_csv(record);
   const auto rT = r.column("T"), rf = r.column("fla_chunk_delta_bf16_ms"), rfb = r.column("fla_chunk_delta_bf16_fwdbwd_ms");
-  const auto index = [&](const char* name) {
-    const auto at = std::ranges::find(r.header, name);
-    if (at == r.header.end()) throw std::runtime_error(fmt::format("{}: no '{}' column (columns: snapshot, date, device, T, ...)", record.string(), name));
-    return static_cast<std::size_t>(at - r.header.begin());
-  };
-  const std::size_t snap = index("snapshot"), dev = index("device");
+  const auto snapshots = r.cells("snapshot"), devices = r.cells("device");
   std::set<std::string> calls{this_snapshot};
   for (std::size_t j = 0; j < rT.size(); ++j) {
-    if (dev >= r.rows[j].size() || r.rows[j][dev] != device) continue;
-    if (snap < r.rows[j].size()) calls.insert(r.rows[j][snap]);
+    if (devices[j] != device) continue;
+    calls.insert(snapshots[j]);
     for (std::size_t i = 0; i < T.size(); ++i) {
       if (rT[j] != T[i]) continue;
       // fmin keeps the finite one where this call has no fla time (NaN).
