@@ -115,16 +115,26 @@ using PrecisionCaseFormats = std::tuple<Precision<float>, Precision<double>, Pre
 
 // One mixer (its name and knobs) in each of Formats against its result in mp100, computed here: a rule's
 // own test. A template, so that a TU that includes this header and does not call it does not compile
-// every format.
-template <class Formats = PrecisionCaseFormats> void check_mixer_against_mp100(const MixerConfig& mixer) {
+// every format. Returns the mp100 result, for a caller that holds another format against it.
+template <class Formats = PrecisionCaseFormats> Mat<double> check_mixer_against_mp100(const MixerConfig& mixer) {
   const Mat<double> ref = precision_case_run<Precision<mp100>>(mixer);
   std::apply([&](auto... p) { (check_against_reference<decltype(p)>(mixer, ref), ...); }, Formats{});
+  return ref;
 }
 
-template <class Formats = PrecisionCaseFormats> void check_mixer_against_mp100(const std::string& mixer) {
+template <class Formats = PrecisionCaseFormats> Mat<double> check_mixer_against_mp100(const std::string& mixer) {
   MixerConfig cfg;
   cfg.mixer = mixer;
-  check_mixer_against_mp100<Formats>(cfg);
+  return check_mixer_against_mp100<Formats>(cfg);
+}
+
+// mp50 against the mp100 result ref: both far below double's rounding, so the two read back in double
+// must agree to a few double roundings; more means the rule loses precision that mp50 should carry (a
+// constant or a step computed in double).
+inline void check_mp50_rounds_to_double(const std::string& mixer, const Mat<double>& ref) {
+  const double err = precision_case_error(precision_case_run<Precision<mp50>>(mixer), ref);
+  INFO("mp50 " << mixer << ": relative error " << err);
+  CHECK(err <= 4 * unit_roundoff<double>());
 }
 
 }  // namespace vla::test

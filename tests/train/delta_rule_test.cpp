@@ -99,23 +99,7 @@ TEST_CASE("delta rule: the residual on the written key contracts by |1 - beta| <
 
 TEST_CASE("delta rule in every precision against mp100", "[train][delta][precision]") {
   // The precision tests' shared case (tests/core/precision_case.hpp) and their tolerance.
-  const Mat<double> ref = test::precision_case_run<Precision<mp100>>("delta");
-  auto check = [&]<class P>(P) {
-    const double u = unit_roundoff<typename P::storage_t>();
-    const double err = test::precision_case_error(test::precision_case_run<P>("delta"), ref);
-    INFO(P::name() << ": relative error " << err << " = " << err / u << " u, tolerance " << test::precision_case_tolerance(u) / u << " u");
-    CHECK(err <= test::precision_case_tolerance(u));
-    CHECK(err == err);  // not NaN
-  };
-  check(Precision<float>{});
-  check(Precision<double>{});
-  check(Precision<half>{});
-  check(Precision<bfloat16>{});
-  check(Precision<half, float>{});
-  check(Precision<bfloat16, float>{});
-  const double err = test::precision_case_error(test::precision_case_run<Precision<mp50>>("delta"), ref);
-  INFO("mp50: relative error " << err);
-  CHECK(err <= 4 * unit_roundoff<double>());
+  test::check_mp50_rounds_to_double("delta", test::check_mixer_against_mp100("delta"));
 }
 
 TEST_CASE("delta rule: layer gradcheck (double) and mixer gradcheck (mp50)", "[train][delta]") {

@@ -66,23 +66,7 @@ TEST_CASE("Gated DeltaNet forward equals S_t = alpha_t S_{t-1} (I - beta_t k_hat
 
 TEST_CASE("Gated DeltaNet and GLA in every precision against mp100", "[train][gated-deltanet][gla][precision]") {
   // The precision tests' shared case (tests/core/precision_case.hpp) and their tolerance.
-  for (const std::string m : {"gated-deltanet", "gla"}) {
-    const Mat<double> ref = test::precision_case_run<Precision<mp100>>(m);
-    auto check = [&]<class P>(P) {
-      const double u = unit_roundoff<typename P::storage_t>();
-      const double err = test::precision_case_error(test::precision_case_run<P>(m), ref);
-      INFO(m << " " << P::name() << ": relative error " << err << " = " << err / u << " u, tolerance "
-             << test::precision_case_tolerance(u) / u << " u");
-      CHECK(err <= test::precision_case_tolerance(u));
-      CHECK(err == err);  // not NaN
-    };
-    check(Precision<float>{});
-    check(Precision<double>{});
-    check(Precision<half>{});
-    check(Precision<bfloat16>{});
-    check(Precision<half, float>{});
-    check(Precision<bfloat16, float>{});
-  }
+  for (const std::string m : {"gated-deltanet", "gla"}) test::check_mixer_against_mp100(m);
 }
 
 TEST_CASE("Gated DeltaNet and GLA: layer gradcheck (double) and mixer gradcheck (mp50)", "[train][gated-deltanet][gla]") {

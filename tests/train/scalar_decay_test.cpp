@@ -91,26 +91,7 @@ TEST_CASE("mamba2 forward equals the seed's parallel dual in mp50", "[train][mam
 TEST_CASE("scalar-decay rules in every precision against mp100", "[train][retnet][mamba2][precision]") {
   // The precision tests' shared case (tests/core/precision_case.hpp: a single-head layer, d = 8,
   // T = 16) and their tolerance from the storage format's unit roundoff; mp50 to double rounding.
-  for (const char* m : kScalarDecayMixers) {
-    const Mat<double> ref = test::precision_case_run<Precision<mp100>>(m);
-    auto check = [&]<class P>(P) {
-      const double u = unit_roundoff<typename P::storage_t>();
-      const double err = test::precision_case_error(test::precision_case_run<P>(m), ref);
-      INFO(P::name() << " " << m << ": relative error " << err << " = " << err / u << " u, tolerance "
-                     << test::precision_case_tolerance(u) / u << " u");
-      CHECK(err <= test::precision_case_tolerance(u));
-      CHECK(err == err);  // not NaN
-    };
-    check(Precision<float>{});
-    check(Precision<double>{});
-    check(Precision<half>{});
-    check(Precision<bfloat16>{});
-    check(Precision<half, float>{});
-    check(Precision<bfloat16, float>{});
-    const double err = test::precision_case_error(test::precision_case_run<Precision<mp50>>(m), ref);
-    INFO("mp50 " << m << ": relative error " << err);
-    CHECK(err <= 4 * unit_roundoff<double>());
-  }
+  for (const std::string m : kScalarDecayMixers) test::check_mp50_rounds_to_double(m, test::check_mixer_against_mp100(m));
 }
 
 TEST_CASE("scalar-decay rules: layer gradcheck (double) and mixer gradcheck (mp50)", "[train][retnet][mamba2]") {
