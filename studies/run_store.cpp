@@ -31,7 +31,7 @@ std::string RunStore::name(const train::TrainConfig& c) {
   return s;
 }
 
-fs::path RunStore::claim(const fs::path& dir, const std::string& key) const {
+fs::path RunStore::claim(const fs::path& dir, const std::string& key, bool create) const {
   const fs::path k = dir / "key.json";
   if (fs::exists(k)) {
     std::ifstream in(k);
@@ -44,6 +44,7 @@ fs::path RunStore::claim(const fs::path& dir, const std::string& key) const {
                                            "move it away to rerun", dir.string()));
     return dir;
   }
+  if (!create) return dir;
   fs::create_directories(dir);
   io::write_text_atomically(k, key + "\n");
   return dir;
@@ -54,6 +55,10 @@ fs::path RunStore::path(const train::TrainConfig& c, const std::string& device) 
 }
 
 fs::path RunStore::dir(const train::TrainConfig& c, const std::string& device) const { return claim(path(c, device), key(c)); }
+
+fs::path RunStore::existing(const train::TrainConfig& c, const std::string& device) const {
+  return claim(path(c, device), key(c), false);
+}
 
 fs::path RunStore::cache_dir(const std::string& kind, const nlohmann::json& key, const std::string& device) const {
   const std::string k = key.dump();

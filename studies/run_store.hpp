@@ -28,11 +28,14 @@ class RunStore {
   // The run's folder for `device`; creates it and writes key.json on first use. Throws std::runtime_error
   // if the folder holds another key (a hash collision: never silently share a folder).
   std::filesystem::path dir(const train::TrainConfig& c, const std::string& device) const;
+  // The run's folder for `device` as the store holds it, for reading only: nothing is created; the same
+  // collision rule where its key.json exists.
+  std::filesystem::path existing(const train::TrainConfig& c, const std::string& device) const;
   // A cached measurement's folder, keyed by `key` (same collision rule).
   std::filesystem::path cache_dir(const std::string& kind, const nlohmann::json& key, const std::string& device) const;
 
  private:
-  std::filesystem::path claim(const std::filesystem::path& dir, const std::string& key) const;
+  std::filesystem::path claim(const std::filesystem::path& dir, const std::string& key, bool create = true) const;
   std::filesystem::path root_;
 };
 

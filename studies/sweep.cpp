@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -144,7 +145,7 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
       continue;
     }
     Pool& p = d == &o.device ? dev : fb;
-    const fs::path dir = store.dir(c, p.device->name);
+    const fs::path dir = o.train ? store.dir(c, p.device->name) : store.existing(c, p.device->name);
     RunOutcome out = read_outcome(c, dir);
     res.outcomes[key] = out;
     if (out.status != RunOutcome::Status::Interrupted) {
@@ -159,6 +160,12 @@ SweepResult sweep(const std::vector<train::TrainConfig>& runs, const RunStore& s
     std::stable_sort(p->jobs.begin(), p->jobs.end(), [](const Job& a, const Job& b) { return a.cost > b.cost; });
 
   const std::size_t todo = dev.jobs.size() + fb.jobs.size();
+  if (!o.train && todo) {
+    const Job& first = dev.jobs.empty() ? fb.jobs.front() : dev.jobs.front();
+    throw std::runtime_error(fmt::format("--from-store: {} of the {} runs are not finished in the store (one: {}); nothing is trained "
+                                         "with --from-store",
+                                         todo, res.outcomes.size(), first.dir.string()));
+  }
   std::mutex mu;
   std::size_t finished = 0;
   double last_status = -1e300;

@@ -29,6 +29,7 @@ struct SweepOptions {
   train::Device device = train::cpu_device();
   train::Device fallback = train::cpu_device();
   bool use_fallback = true;      // false: runs the device refuses are Skipped (reported as not run), not trained elsewhere
+  bool train = true;             // false: nothing is trained; a run the store does not hold finished is an error (reading a store back)
   int concurrent = 1;            // runs at once on `device` when it runs many at once (the GPU)
   int threads = 0;               // threads of each CPU run (0: all cores)
   int fallback_concurrent = 1;   // runs at once on `fallback` (the CPU runs beside the GPU's), `threads` each

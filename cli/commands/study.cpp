@@ -34,6 +34,7 @@ struct Args {
   int cpu_concurrent = 1;
   int concurrent = 16;
   bool gpu_only = false;
+  bool from_store = false;
 };
 
 std::string command_line(const Args& a) {
@@ -41,6 +42,7 @@ std::string command_line(const Args& a) {
   for (const auto& id : a.ids) s += " " + id;
   if (a.opt.quick) s += " --quick";
   if (a.gpu_only) s += " --gpu-only";
+  if (a.from_store) s += " --from-store";
   if (!a.opt.recipe_pairs.empty()) s += fmt::format(" --pairs {}", fmt::join(a.opt.recipe_pairs, ","));
   s += " --device " + a.opt.device;
   if (!a.opt.seeds.empty()) s += fmt::format(" --seeds {}", fmt::join(a.opt.seeds, ","));
@@ -207,6 +209,9 @@ const vla::cli::RegisterCommand reg{
       r->add_option("--concurrent", a->concurrent, "cuda: training runs at once, spread over the visible GPUs (measured on an H100: "
                                                    "more than ~12 per GPU gains nothing, the host's cores are the limit)")->capture_default_str();
       r->add_flag("--gpu-only", a->gpu_only, "cuda: runs the GPU has no kernel for are not trained on the CPU but reported as not run");
+      r->add_flag("--from-store", a->from_store,
+                  "train nothing: summarise from the runs finished in the store (an error names one that is not); --device names "
+                  "the store's folder, so a build without CUDA reads a GPU sweep's store (reports/run-archive/)");
       vla::cli::add_list_option(*r, "--pairs", a->opt.recipe_pairs,
                                  "recipe-sensitivity, recipe-capacity: only these MQAR n (the paper's studies keep theirs)");
       r->add_option("--cpu-threads", a->cpu_threads,
@@ -221,9 +226,11 @@ const vla::cli::RegisterCommand reg{
         if (a->threads < 0 || a->cpu_threads < 0) throw std::invalid_argument("--threads/--cpu-threads: must be >= 0");
         require_at_least_one(a->cpu_concurrent, "--cpu-concurrent");
         a->opt.store = a->store;
+        if (a->from_store) vla::parallel::require_one_process("vla study run --from-store");
         vla::studies::SweepOptions so;
-        so.device = vla::cli::training_device(a->opt.device);
-        so.fallback = vla::train::cpu_device();
+        so.device = a->from_store ? vla::cli::stored_device(a->opt.device) : vla::cli::training_device(a->opt.device);
+        so.fallback = a->from_store ? vla::cli::stored_device("cpu") : vla::train::cpu_device();
+        so.train = !a->from_store;
         so.concurrent = a->concurrent;
         so.fallback_concurrent = a->cpu_concurrent;
         so.use_fallback = !a->gpu_only;

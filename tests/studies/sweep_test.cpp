@@ -62,6 +62,26 @@ TEST_CASE("sweep: studies asking for the same run share it, a second sweep train
   CHECK(again.outcomes.at(RunStore::key(study2[0])).eval_accuracy == r.outcomes.at(RunStore::key(study2[0])).eval_accuracy);
 }
 
+TEST_CASE("sweep: reading a store back trains nothing and creates nothing", "[studies]") {
+  // train = false (`vla study run --from-store`): finished runs are read as a training sweep reads them; a
+  // run the store lacks is an error naming the flag and the run's folder, and no folder is made for it
+  // (else a summary would silently train, or leave an empty run behind in someone's archive).
+  Scratch s("read_back");
+  const RunStore store(s.path);
+  const std::vector<train::TrainConfig> runs{tiny("vla", 42), tiny("linear", 42)};
+  const auto trained = sweep({runs[0]}, store, options());
+  REQUIRE(trained.trained == 1);
+  SweepOptions o = options();
+  o.train = false;
+  const auto read = sweep({runs[0]}, store, o);
+  CHECK(read.trained == 0);
+  CHECK(read.reused == 1);
+  CHECK(read.outcomes.at(RunStore::key(runs[0])).eval_accuracy == trained.outcomes.at(RunStore::key(runs[0])).eval_accuracy);
+  CHECK_THROWS_WITH(sweep(runs, store, o), Catch::Contains("--from-store: 1 of the 2 runs are not finished") &&
+                                               Catch::Contains(store.path(runs[1], "cpu").string()));
+  CHECK_FALSE(fs::exists(store.path(runs[1], "cpu")));
+}
+
 TEST_CASE("sweep: interrupted half way, the rerun redoes nothing finished and equals the uninterrupted sweep", "[studies]") {
   const std::vector<train::TrainConfig> runs{tiny("vla", 1), tiny("vla", 2), tiny("deltanet", 3), tiny("linear", 4)};
   Scratch ref_dir("ref"), cut_dir("cut");
