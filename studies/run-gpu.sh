@@ -18,6 +18,8 @@
 #   BENCH=0         skip the latency bench;  REPORT=0  skip `vla report` (run it where the CPU studies are)
 #   RUNS_IN=FILE    finished runs to start from (runs.tgz as written below): for a sweep that continues on a
 #                   fresh machine; runs with a summary.json are not trained again
+#   OUTCOME_LOGS=1  run-outcomes.tgz (below) also keeps each run's log.csv: the archive of a study that reads
+#                   a run's curve (fig7-copy, table8-vla-training-logs)
 #   At the end WORK/reports goes to $OUT/reports.tgz and the run store without its checkpoints (summary.json,
 #   log.csv, key.json: what a finished run is) to $OUT/runs.tgz, so that a sweep cut by the machine going
 #   back continues elsewhere. Tarballs, because the device tool does not bring back deep folder trees; a
@@ -80,8 +82,9 @@ if [ -n "${OUT:-}" ]; then
     echo "wrote $OUT/runs.tgz (the run store without checkpoints)"
   # The store's outcomes alone (summary.json, key.json, diverged.json: what a study reads of a run that
   # needs no curve), small enough to keep in reports/run-archive/ and seed a later sweep with.
-  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -name summary.json -o -name key.json -o -name diverged.json |
-    tar -czf "$OUT/run-outcomes.tgz" -T -) && echo "wrote $OUT/run-outcomes.tgz"
+  logs=(); [ "${OUTCOME_LOGS:-0}" = 1 ] && logs=(-o -name log.csv)
+  [ -d "$WORK/runs" ] && (cd "$WORK" && find runs -name summary.json -o -name key.json -o -name diverged.json "${logs[@]}" |
+    tar -czf "$OUT/run-outcomes.tgz" -T -) && echo "wrote $OUT/run-outcomes.tgz${logs:+ (with the log.csv of every run)}"
   # The device tool brings back files of at most 16 MB: a larger store comes back in parts
   # (`cat runs.tgz.part-* > runs.tgz` puts it together again).
   if [ -f "$OUT/runs.tgz" ] && [ "$(stat -c %s "$OUT/runs.tgz")" -gt 15000000 ]; then
