@@ -6,7 +6,6 @@
 # study's summary or its verdict rule changed after the committed section was made, so the report no longer
 # says what the code computes from the same runs: regenerate the section (the command is printed) and
 # `vla report`, or find out why the numbers moved.
-# Not covered: fig7-copy and table8-vla-training-logs read each run's log.csv, which the archives leave out.
 # Usage: report_from_archive.sh VLA REPO WORK   (VLA: the vla executable; WORK: a scratch folder, emptied)
 set -uo pipefail
 vla=$1 repo=$2 work=$3
@@ -23,6 +22,7 @@ archives=(
   "recipe-capacity.tgz:recipe-capacity"
   "table4-ablation.tgz:table4-ablation"
   "penalty-selectivity.tgz:penalty-selectivity"
+  "curve-studies.tgz:fig7-copy table8-vla-training-logs"
 )
 status=0
 for entry in "${archives[@]}"; do
