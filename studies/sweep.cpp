@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <stdexcept>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 namespace vla::studies {
