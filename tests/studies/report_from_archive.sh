@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The committed report against the code that writes it. Every study whose runs reports/run-archive/ keeps
 # is summarised again from its archive (`vla study run --from-store`: nothing is trained, the CPU build
-# reads the GPU sweep's store) and its section.md and data/comparison.csv are compared with reports/<id>/,
-# the section's two provenance lines ("- Training:", "- Produced by") aside. A difference means that the
-# study's summary or its verdict rule changed after the committed section was made, so the report no longer
-# says what the code computes from the same runs: regenerate the section (the command is printed) and
-# `vla report`, or find out why the numbers moved.
+# reads the GPU sweep's store), and the CPU studies that train nothing and time nothing (fig4-state-norms,
+# table2-jacobian: a few seconds) are run again. Each section.md and data/comparison.csv is compared with
+# reports/<id>/, the section's two provenance lines ("- Training:", "- Produced by") aside. A difference means
+# that a study's summary, its verdict rule or the numerics under it changed after the committed section was
+# made, so the report no longer says what the code computes: regenerate the section (the command is printed)
+# and `vla report`, or find out why the numbers moved. Not covered: fig2a-latency and fig3-throughput, whose
+# sections are timings.
 # Usage: report_from_archive.sh VLA REPO WORK   (VLA: the vla executable; WORK: a scratch folder, emptied)
 set -uo pipefail
 vla=$1 repo=$2 work=$3
@@ -14,6 +16,24 @@ rm -rf "$work" && mkdir -p "$work/out" || exit 2
 for d in "$repo"/reports/*/; do
   [ -f "$d/section.md" ] && cp -r "$d" "$work/out/"
 done
+status=0
+
+# compare ID FROM REGENERATE: the study's new section against the committed one.
+compare() {
+  local id=$1 from=$2 regenerate=$3 new="$work/out/$1" old="$repo/reports/$1"
+  if ! diff <(grep -v -e '^- Training:' -e '^- Produced by' "$old/section.md") \
+            <(grep -v -e '^- Training:' -e '^- Produced by' "$new/section.md") > "$work/$id.diff" ||
+     ! cmp -s "$old/data/comparison.csv" "$new/data/comparison.csv"; then
+    echo "FAIL: $id: the committed section.md or data/comparison.csv differs from its summary $from:"
+    head -20 "$work/$id.diff"
+    cmp "$old/data/comparison.csv" "$new/data/comparison.csv"
+    echo "  to regenerate: $regenerate && vla report"
+    status=1
+  else
+    echo "ok: $id equals its summary $from"
+  fi
+}
+
 # archive:study ids[:the options its committed sections were made with]
 archives=(
   "fig6-mqar-long-context.tgz:fig6-mqar-long-context"
@@ -24,7 +44,6 @@ archives=(
   "penalty-selectivity.tgz:penalty-selectivity"
   "curve-studies.tgz:fig7-copy table8-vla-training-logs"
 )
-status=0
 for entry in "${archives[@]}"; do
   IFS=: read -r archive ids opts <<< "$entry"
   store="$work/${archive%.tgz}"
@@ -34,18 +53,16 @@ for entry in "${archives[@]}"; do
     echo "FAIL: vla study run $ids --from-store ($archive):"; tail -5 "$store/run.log"; status=1; continue
   fi
   for id in $ids; do
-    new="$work/out/$id" old="$repo/reports/$id"
-    if ! diff <(grep -v -e '^- Training:' -e '^- Produced by' "$old/section.md") \
-              <(grep -v -e '^- Training:' -e '^- Produced by' "$new/section.md") > "$work/$id.diff" ||
-       ! cmp -s "$old/data/comparison.csv" "$new/data/comparison.csv"; then
-      echo "FAIL: $id: the committed section.md or data/comparison.csv differs from its summary from reports/run-archive/$archive:"
-      head -20 "$work/$id.diff"
-      cmp "$old/data/comparison.csv" "$new/data/comparison.csv"
-      echo "  to regenerate: tar -xzf reports/run-archive/$archive -C DIR && vla study run $id${opts:+ $opts} --device cuda --from-store --store DIR/runs --out reports && vla report"
-      status=1
-    else
-      echo "ok: $id equals its summary from reports/run-archive/$archive"
-    fi
+    compare "$id" "from reports/run-archive/$archive" \
+      "tar -xzf reports/run-archive/$archive -C DIR && vla study run $id${opts:+ $opts} --device cuda --from-store --store DIR/runs --out reports"
   done
 done
+
+cpu_ids="fig4-state-norms table2-jacobian"
+# shellcheck disable=SC2086
+if ! "$vla" study run $cpu_ids --device cpu --out "$work/out" > "$work/cpu.log" 2>&1; then
+  echo "FAIL: vla study run $cpu_ids --device cpu:"; tail -5 "$work/cpu.log"; status=1
+else
+  for id in $cpu_ids; do compare "$id" "run again on the CPU" "vla study run $id --device cpu --out reports"; done
+fi
 exit $status
