@@ -8,7 +8,6 @@
 #include "cli/list_option.hpp"
 #include "cli/train_options.hpp"
 #include "cli/training_device.hpp"
-#include "core/rules/gpu_support.hpp"
 #ifdef VLA_HAVE_CUDA
 #include "gpu/device_query.hpp"
 #endif
@@ -64,13 +63,14 @@ void list() {
   fmt::print("(equal runs are shared: the union over studies is smaller than the sum)\n");
 }
 
-// The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
-// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as the rules' GPU
-// traits state them (core/rules/gpu_support.hpp).
 // A count of runs at once: refused below one, naming the flag (a sweep with no worker would never end).
 void require_at_least_one(int n, const char* flag) {
   if (n < 1) throw std::invalid_argument(fmt::format("{}: must be >= 1, got {}", flag, n));
 }
+
+// The runs a `vla study run` would make, where they would train, and a rough time (studies/sweep.hpp's
+// model). Without the CUDA build, --device cuda plans with the GPU trainer's limits as the rules' GPU
+// traits state them (core/rules/gpu_support.hpp).
 
 void plan(const Args& a) {
   require_at_least_one(a.cpu_concurrent, "--cpu-concurrent");
@@ -98,13 +98,14 @@ void plan(const Args& a) {
       ++asked;
     }
   }
-  // Without CUDA in this build, what a CUDA build would train on the GPU: the rule's GPU trait decides.
-  std::function<bool(const vla::train::TrainConfig&)> on_gpu = [](const vla::train::TrainConfig& c) {
-    return !vla::gpu_unsupported(c.model.mixer, c.model.d_head, vla::GpuUse::Training);
-  };
+  // What goes to the GPU: the CUDA build's own check; without CUDA in this build, the stored device's (the
+  // rules' GPU traits, as the GPU trainer checks them).
 #ifdef VLA_HAVE_CUDA
   const auto dev = vla::cli::training_device("cuda");
-  on_gpu = [dev](const vla::train::TrainConfig& c) {
+#else
+  const auto dev = vla::cli::stored_device("cuda");
+#endif
+  const auto on_gpu = [&dev](const vla::train::TrainConfig& c) {
     try {
       dev.check(c);
       return true;
@@ -112,7 +113,6 @@ void plan(const Args& a) {
       return false;
     }
   };
-#endif
   const int cpu_threads = a.opt.device == "cpu" ? (a.threads ? a.threads : int(std::thread::hardware_concurrency()))
                                                 : (a.cpu_threads ? a.cpu_threads : 8);
   double gpu_s = 0, cpu_s = 0, steps = 0, flops = 0;
